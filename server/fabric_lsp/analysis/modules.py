@@ -1,0 +1,448 @@
+"""What a module class does: which attributes are child modules, whether a method runs a module
+(FAB001), which tensors a class owns directly and which children it builds (FAB002)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from fabric_lsp.analysis.classes import (
+    MAX_DEPTH,
+    ClassInfo,
+    ClassRef,
+    ClassResolver,
+    FunctionNode,
+    LibraryClass,
+    decorator_kind,
+    module_level_function,
+)
+from fabric_lsp.analysis.source import SourceFile
+from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes
+
+MODULE = "module"
+NOT_MODULE = "not_module"
+UNKNOWN = "unknown"
+
+_CONTAINERS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict")
+# Library callables that run a module passed to them as an argument.
+_RUNS_ARGUMENT = ("checkpoint", "functional_call")
+
+
+@dataclass(frozen=True)
+class RunsModule:
+    """Verdict on one method: does calling it run the forward of any module in the model's tree?"""
+
+    runs: bool
+    reason: str  # e.g. "calls `self.lm_head(...)`"
+    certain: bool = True  # False when the verdict rests on a body we could not read
+
+
+@dataclass(frozen=True)
+class ChildModule:
+    cls: ClassRef
+    call: ast.Call  # the constructor call in the parent's source
+    source: SourceFile
+
+
+@dataclass(frozen=True)
+class OwnedTensor:
+    attribute: str
+    kind: str  # "parameter" | "buffer"
+    value: ast.expr | None  # the tensor expression (inside nn.Parameter(...) for parameters)
+    statement: ast.stmt
+    init_calls: tuple[ast.Call, ...] = ()  # later `nn.init.xxx_(self.attr, ...)` calls in __init__
+
+
+@dataclass
+class ModuleFacts:
+    """Everything FAB002 needs about one class."""
+
+    owned: list[OwnedTensor] = field(default_factory=list)
+    children: list[ChildModule] = field(default_factory=list)
+
+
+class ModuleAnalyzer:
+    def __init__(self, resolver: ClassResolver) -> None:
+        self.resolver = resolver
+        self._attribute_kinds: dict[int, dict[str, str]] = {}
+        self._attribute_classes: dict[int, dict[str, ClassRef]] = {}
+        self._runs: dict[tuple[int, str], RunsModule] = {}
+
+    # -- kinds of values -------------------------------------------------------------------------
+    def value_kind(self, source: SourceFile, expr: ast.AST, function: FunctionNode | None = None) -> tuple[str, ClassRef]:
+        """Is this expression a module? (MODULE/NOT_MODULE/UNKNOWN, its class when known)."""
+        imports = self.resolver.imports_of(source)
+        if isinstance(expr, ast.Call):
+            qualified = imports.qualify(expr.func)
+            if qualified in ("torch.compile",) and expr.args:
+                return self.value_kind(source, expr.args[0], function)
+            cls = self.resolver.resolve(source, expr.func)
+            if cls is not None:
+                is_module = self.resolver.is_module(cls)
+                if is_module is True:
+                    return MODULE, cls
+                if is_module is False:
+                    return NOT_MODULE, cls
+                return UNKNOWN, cls
+            if qualified and imports.is_library(qualified):
+                # A library function (torch.randn, F.relu, ...) returns tensors, not modules.
+                return NOT_MODULE, None
+            return UNKNOWN, None
+        if isinstance(expr, (ast.Constant, ast.Lambda, ast.JoinedStr, ast.BinOp, ast.Compare, ast.BoolOp)):
+            return NOT_MODULE, None
+        if isinstance(expr, (ast.Dict, ast.Set)) and not any(
+            isinstance(v, ast.Call) for v in ast.walk(expr)
+        ):
+            return NOT_MODULE, None
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            qualified = imports.qualify(expr)
+            if qualified and imports.is_library(qualified):
+                return NOT_MODULE, None  # e.g. `F.gelu`, `torch.tanh` stored as an activation
+            if isinstance(expr, ast.Name):
+                if module_level_function(source, expr.id) is not None:
+                    return NOT_MODULE, None
+                if function is not None:
+                    annotation = _parameter_annotation(function, expr.id)
+                    if annotation is not None:
+                        cls = self.resolver.resolve(source, annotation)
+                        is_module = self.resolver.is_module(cls)
+                        if is_module is True:
+                            return MODULE, cls
+                        if is_module is False:
+                            return NOT_MODULE, cls
+        return UNKNOWN, None
+
+    def attribute_kinds(self, cls: ClassInfo) -> tuple[dict[str, str], dict[str, ClassRef]]:
+        """`self.X = ...` assignments in the class and its readable bases: X -> kind, X -> class."""
+        key = id(cls.node)
+        if key in self._attribute_kinds:
+            return self._attribute_kinds[key], self._attribute_classes[key]
+        kinds: dict[str, str] = {}
+        classes: dict[str, ClassRef] = {}
+        self._attribute_kinds[key] = kinds
+        self._attribute_classes[key] = classes
+        for ref in reversed(list(self.resolver.mro(cls))):
+            if not isinstance(ref, ClassInfo):
+                continue
+            for method in ref.methods().values():
+                for node in ast.walk(method):
+                    if isinstance(node, ast.Assign):
+                        targets, value = node.targets, node.value
+                    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                        targets, value = [node.target], node.value
+                    else:
+                        if isinstance(node, ast.Call) and _is_self_call(node, ("add_module", "register_module")):
+                            if len(node.args) >= 2 and isinstance(node.args[0], ast.Constant):
+                                name = str(node.args[0].value)
+                                kinds[name], classes[name] = self.value_kind(ref.source, node.args[1], method)
+                        continue
+                    for target in targets:
+                        name = _self_attribute(target)
+                        if name is None:
+                            continue
+                        kind, value_cls = self.value_kind(ref.source, value, method)
+                        previous = kinds.get(name)
+                        # One module assignment anywhere makes it a module; conflicting evidence -> unknown.
+                        if previous is None or previous == kind:
+                            kinds[name] = kind
+                        elif MODULE in (previous, kind):
+                            kinds[name] = MODULE
+                        else:
+                            kinds[name] = UNKNOWN
+                        if value_cls is not None:
+                            classes[name] = value_cls
+        return kinds, classes
+
+    # -- FAB001: does a method run a module? -------------------------------------------------------
+    def runs_module(self, cls: ClassRef, name: str, depth: int = 0) -> RunsModule:
+        if cls is None:
+            return RunsModule(True, "its class could not be resolved", certain=False)
+        owner, definition = self.resolver.find_attribute(cls, name)
+        if owner is None:
+            return RunsModule(True, f"`{name}` could not be found", certain=False)
+        if isinstance(owner, LibraryClass) or definition is None:
+            # torch.nn.Module's own methods never run a forward from outside (parameters(), to(), ...).
+            return RunsModule(False, f"`{name}` is defined by {owner.name if owner else 'a library'}")
+        if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return RunsModule(True, f"`{name}` is an alias whose body was not followed", certain=False)
+        key = (id(definition), name)
+        if key in self._runs:
+            return self._runs[key]
+        if depth > MAX_DEPTH:
+            return RunsModule(True, "call chain too deep to follow", certain=False)
+        self._runs[key] = RunsModule(False, "recursive call")  # cycle guard
+        verdict = self._body_runs_module(owner, definition, depth)
+        self._runs[key] = verdict
+        return verdict
+
+    def _body_runs_module(self, cls: ClassInfo, function: FunctionNode, depth: int) -> RunsModule:
+        kinds, classes = self.attribute_kinds(cls)
+        self_name = function.args.args[0].arg if function.args.args else "self"
+        if decorator_kind(function) == "classmethod":
+            self_name = ""  # `cls(...)` builds a new object; it runs nothing of this model
+        local_modules = _local_module_names(function, self_name, kinds)
+        for node in _calls_in_order(function):
+            func = node.func
+            # self(...)
+            if isinstance(func, ast.Name) and func.id == self_name:
+                return RunsModule(True, f"calls `{self_name}(...)`")
+            if isinstance(func, ast.Name) and func.id in local_modules:
+                return RunsModule(True, f"calls `{func.id}(...)`, a child module")
+            # self.layers[0](...)
+            if isinstance(func, ast.Subscript) and _self_attribute(func.value, self_name) is not None:
+                attribute = _self_attribute(func.value, self_name)
+                if kinds.get(attribute) in (MODULE, UNKNOWN):
+                    return RunsModule(True, f"calls `{self_name}.{attribute}[...](...)`")
+            attribute = _self_attribute(func, self_name)
+            if attribute is not None:
+                verdict = self._self_attribute_call(cls, attribute, kinds, depth)
+                if verdict is not None:
+                    return verdict
+                continue
+            # self.child.method(...)
+            if isinstance(func, ast.Attribute):
+                child = _self_attribute(func.value, self_name)
+                if child is not None and kinds.get(child) == MODULE:
+                    if func.attr in nn_module_attributes():
+                        continue
+                    child_cls = classes.get(child)
+                    if isinstance(child_cls, ClassInfo):
+                        inner = self.runs_module(child_cls, func.attr, depth + 1)
+                        if inner.runs:
+                            return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)`, which {inner.reason}", inner.certain)
+                    elif child_cls is None:
+                        return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)` on a child module", certain=False)
+                    continue
+                # super().method(...)
+                if isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
+                    for base in self.resolver.bases(cls):
+                        inner = self.runs_module(base, func.attr, depth + 1) if base is not None else None
+                        if inner is not None and inner.runs and isinstance(base, ClassInfo):
+                            return RunsModule(True, f"calls `super().{func.attr}(...)`, which {inner.reason}", inner.certain)
+                    continue
+            # checkpoint(self.block, x)
+            qualified = self.resolver.imports_of(cls.source).qualify(func) or ""
+            if qualified.rsplit(".", 1)[-1] in _RUNS_ARGUMENT:
+                for argument in node.args:
+                    child = _self_attribute(argument, self_name)
+                    if child is not None and kinds.get(child) == MODULE:
+                        return RunsModule(True, f"runs `{self_name}.{child}` through `{qualified}`")
+        return RunsModule(False, "runs no module")
+
+    def _self_attribute_call(self, cls: ClassInfo, attribute: str, kinds: dict[str, str], depth: int) -> RunsModule | None:
+        """`self.attribute(...)`: a method (followed), a child module, or something else."""
+        owner, definition = self.resolver.find_attribute(cls, attribute)
+        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if decorator_kind(definition) == "property":
+                return None
+            inner = self.runs_module(owner, attribute, depth + 1)
+            if inner.runs:
+                return RunsModule(True, f"calls `self.{attribute}(...)`, which {inner.reason}", inner.certain)
+            return None
+        if isinstance(owner, LibraryClass):
+            return None  # nn.Module API such as self.parameters()
+        kind = kinds.get(attribute)
+        if kind == MODULE:
+            return RunsModule(True, f"calls `self.{attribute}(...)`, a child module")
+        if kind == UNKNOWN:
+            return RunsModule(True, f"calls `self.{attribute}(...)`, which may be a child module", certain=False)
+        return None
+
+    # -- FAB002: owned tensors and children -----------------------------------------------------------
+    def module_facts(self, cls: ClassInfo) -> ModuleFacts:
+        """Tensors the class owns directly and the child modules it builds, from `__init__`s along its
+        readable bases (they all run for one instance when `super().__init__()` is called)."""
+        facts = ModuleFacts()
+        for ref in self.resolver.mro(cls):
+            if not isinstance(ref, ClassInfo):
+                continue
+            init = ref.methods().get("__init__")
+            if init is None:
+                continue
+            self._collect_init(ref, init, facts)
+        return facts
+
+    def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts) -> None:
+        imports = self.resolver.imports_of(cls.source)
+        self_name = init.args.args[0].arg if init.args.args else "self"
+        statements = [node for node in ast.walk(init) if isinstance(node, ast.stmt)]
+        statements.sort(key=lambda node: (node.lineno, node.col_offset))
+        for statement in statements:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                value = statement.value
+                if value is None:
+                    continue
+                for target in targets:
+                    attribute = _self_attribute(target, self_name)
+                    if attribute is None:
+                        continue
+                    tensor = _parameter_value(imports, value)
+                    if tensor is not _NOT_A_PARAMETER:
+                        facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement))
+                    else:
+                        self._collect_children(cls, value, facts)
+            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+                call = statement.value
+                if _is_self_call(call, ("register_buffer",), self_name) and len(call.args) >= 2:
+                    name = _constant_str(call.args[0])
+                    value = call.args[1]
+                    if name and not (isinstance(value, ast.Constant) and value.value is None):
+                        facts.owned.append(OwnedTensor(name, "buffer", value, statement))
+                elif _is_self_call(call, ("register_parameter",), self_name) and len(call.args) >= 2:
+                    name = _constant_str(call.args[0])
+                    value = call.args[1]
+                    if name and not (isinstance(value, ast.Constant) and value.value is None):
+                        tensor = _parameter_value(imports, value)
+                        facts.owned.append(
+                            OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement)
+                        )
+                elif _is_self_call(call, ("add_module", "register_module"), self_name) and len(call.args) >= 2:
+                    self._collect_children(cls, call.args[1], facts)
+        # nn.init.xxx_(self.attr, ...) after the assignment re-initialises the same tensor.
+        owned_names = {tensor.attribute: index for index, tensor in enumerate(facts.owned)}
+        for call in _calls_in_order(init):
+            qualified = imports.qualify(call.func) or ""
+            if qualified.startswith("torch.nn.init.") and call.args:
+                attribute = _self_attribute(call.args[0], self_name)
+                if attribute in owned_names:
+                    index = owned_names[attribute]
+                    tensor = facts.owned[index]
+                    facts.owned[index] = OwnedTensor(
+                        tensor.attribute, tensor.kind, tensor.value, tensor.statement, tensor.init_calls + (call,)
+                    )
+
+    def _collect_children(self, cls: ClassInfo, value: ast.expr, facts: ModuleFacts) -> None:
+        """Module constructor calls in a value: direct, or inside ModuleList/Sequential/ModuleDict."""
+        for call in _constructor_calls(value):
+            child = self.resolver.resolve(cls.source, call.func)
+            if child is None:
+                continue
+            if isinstance(child, LibraryClass) and child.qualified in _CONTAINERS:
+                continue  # its elements are separate calls, visited by _constructor_calls
+            if self.resolver.is_module(child):
+                facts.children.append(ChildModule(child, call, cls.source))
+
+    def library_owns_tensors(self, cls: LibraryClass, call: ast.Call | None) -> bool:
+        facts = library_module_facts(cls.qualified)
+        return facts is not None and facts.owns_tensors(call)
+
+
+_NOT_A_PARAMETER = object()
+
+
+def _parameter_value(imports, value: ast.expr):
+    """For `nn.Parameter(EXPR)` return EXPR (None when absent); otherwise _NOT_A_PARAMETER."""
+    if isinstance(value, ast.Call):
+        qualified = imports.qualify(value.func) or ""
+        if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            if value.args:
+                return value.args[0]
+            for keyword in value.keywords:
+                if keyword.arg == "data":
+                    return keyword.value
+            return None
+    return _NOT_A_PARAMETER
+
+
+def _constructor_calls(value: ast.AST) -> list[ast.Call]:
+    """Calls in a value expression, outermost first, skipping arguments of non-container calls' args
+    (e.g. `nn.Linear(d, d)` yields only itself; `nn.Sequential(A(), B())` yields all three)."""
+    calls: list[ast.Call] = []
+    pending: list[ast.AST] = [value]
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.Call):
+            calls.append(node)
+            pending.extend(node.args)
+            pending.extend(keyword.value for keyword in node.keywords)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            pending.extend(node.elts)
+        elif isinstance(node, ast.Dict):
+            pending.extend(v for v in node.values if v is not None)
+        elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            pending.append(node.elt)
+        elif isinstance(node, ast.DictComp):
+            pending.append(node.value)
+        elif isinstance(node, ast.Starred):
+            pending.append(node.value)
+    return calls
+
+
+def _calls_in_order(function: ast.AST) -> list[ast.Call]:
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+    calls.sort(key=lambda node: (node.lineno, node.col_offset))
+    return calls
+
+
+def _self_attribute(node: ast.AST, self_name: str = "self") -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+        and self_name
+    ):
+        return node.attr
+    return None
+
+
+def _is_self_call(call: ast.Call, names: tuple[str, ...], self_name: str = "self") -> bool:
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in names
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == self_name
+    )
+
+
+def _constant_str(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _parameter_annotation(function: FunctionNode, name: str) -> ast.expr | None:
+    arguments = function.args
+    for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+        if argument.arg == name:
+            return argument.annotation
+    return None
+
+
+def _local_module_names(function: FunctionNode, self_name: str, kinds: dict[str, str]) -> set[str]:
+    """Local names bound to child modules: `for block in self.blocks`, `layer = self.layers[i]`."""
+    names: set[str] = set()
+
+    def refers_to_child(expr: ast.AST) -> bool:
+        while isinstance(expr, (ast.Subscript, ast.Call)) and not isinstance(expr, ast.Call):
+            expr = expr.value
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
+            "children",
+            "modules",
+            "values",
+        ):
+            expr = expr.func.value
+        attribute = _self_attribute(expr, self_name)
+        return attribute is not None and kinds.get(attribute) == MODULE
+
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            iterable = node.iter
+            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id in (
+                "enumerate",
+                "zip",
+                "reversed",
+            ):
+                iterable = iterable.args[0] if iterable.args else iterable
+            if refers_to_child(iterable):
+                names.add(node.target.id)
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Tuple):
+            if refers_to_child(node.iter.args[0] if isinstance(node.iter, ast.Call) and node.iter.args else node.iter):
+                for element in node.target.elts:
+                    if isinstance(element, ast.Name):
+                        names.add(element.id)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if refers_to_child(node.value) or (
+                _self_attribute(node.value, self_name) is not None
+                and kinds.get(_self_attribute(node.value, self_name)) == MODULE
+            ):
+                names.add(node.targets[0].id)
+    return names

@@ -1,0 +1,109 @@
+"""A parsed Python file with position conversion (ast gives UTF-8 byte columns; we speak characters)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from fabric_lsp.findings import Position, Span
+
+
+@dataclass(eq=False)
+class SourceFile:
+    path: str
+    text: str = field(repr=False)
+    tree: ast.Module | None = field(default=None, repr=False)
+    syntax_error: str | None = None
+    _line_cache: dict[int, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def parse(cls, path: str, text: str) -> "SourceFile":
+        source = cls(path=os.path.abspath(path), text=text)
+        try:
+            source.tree = ast.parse(text, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            # ValueError: NUL bytes; RecursionError: absurdly deep nesting.
+            source.syntax_error = f"{type(exc).__name__}: {exc}"
+        return source
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines(keepends=True) or [""]
+
+    def line(self, lineno: int) -> str:
+        """1-based line text without its line break ('' past the end)."""
+        if 1 <= lineno <= len(self.lines):
+            return self.lines[lineno - 1].rstrip("\r\n")
+        return ""
+
+    def char_col(self, lineno: int, byte_col: int) -> int:
+        line = self.line(lineno)
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def start(self, node: ast.AST) -> Position:
+        return Position(node.lineno - 1, self.char_col(node.lineno, node.col_offset))
+
+    def end(self, node: ast.AST) -> Position:
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        return Position(end_line - 1, self.char_col(end_line, end_col))
+
+    def span(self, node: ast.AST) -> Span:
+        return Span(self.path, self.start(node), self.end(node))
+
+    def span_of_name_in(self, node: ast.AST, name: str) -> Span:
+        """Span of the identifier `name` inside node's first line (e.g. a class name, an attribute)."""
+        if isinstance(node, ast.Attribute):
+            end = self.end(node)
+            return Span(self.path, Position(end.line, end.character - len(name)), end)
+        line_text = self.line(node.lineno)
+        start_char = self.char_col(node.lineno, node.col_offset)
+        keyword = {ast.ClassDef: "class", ast.FunctionDef: "def", ast.AsyncFunctionDef: "def"}.get(type(node))
+        search_from = start_char
+        if keyword:
+            search_from = line_text.find(keyword, start_char) + len(keyword)
+        index = line_text.find(name, max(search_from, 0))
+        if index < 0:
+            return self.span(node)
+        return Span(self.path, Position(node.lineno - 1, index), Position(node.lineno - 1, index + len(name)))
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def indentation(self, lineno: int) -> str:
+        line = self.line(lineno)
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+_parse_lock = threading.Lock()
+_parsed_files: dict[str, tuple[float, int, SourceFile]] = {}
+
+
+def parse_file(path: str) -> SourceFile | None:
+    """Parse a file from disk, cached by (mtime, size). Used for modules other than the one checked."""
+    path = os.path.abspath(path)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    with _parse_lock:
+        cached = _parsed_files.get(path)
+        if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+            return cached[2]
+    if stat.st_size > 4 * 1024 * 1024:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    source = SourceFile.parse(path, text)
+    with _parse_lock:
+        _parsed_files[path] = (stat.st_mtime, stat.st_size, source)
+    return source

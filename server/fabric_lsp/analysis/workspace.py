@@ -1,0 +1,178 @@
+"""One analysis workspace: a root folder, the interpreter whose packages are analysed, and jedi.
+
+This is the only module that imports jedi. jedi parses; it never imports user code here:
+the analysed interpreter's sys.path is read with `-I -S` (no site hooks, no .pth code),
+jedi's helper process is our own interpreter, and unsafe extensions stay off.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+from fabric_lsp.analysis.source import SourceFile, parse_file
+
+log = logging.getLogger("fabric_lsp.analysis")
+
+_SYS_PATH_PROBE = (
+    "import json, site, sys\n"
+    "paths = [p for p in sys.path if p]\n"
+    "for p in site.getsitepackages() + [site.getusersitepackages()]:\n"
+    "    if p not in paths: paths.append(p)\n"
+    "print(json.dumps(paths))\n"
+)
+
+
+@dataclass(frozen=True)
+class Definition:
+    path: str
+    line: int  # 1-based
+    column: int  # characters
+    kind: str  # jedi's type: class, function, module, instance, statement, param
+    full_name: str | None
+
+
+@functools.lru_cache(maxsize=16)
+def interpreter_sys_path(python: str) -> tuple[str, ...] | None:
+    """sys.path of another interpreter without running its site hooks; None when it cannot run."""
+    try:
+        completed = subprocess.run(
+            [python, "-I", "-S", "-c", _SYS_PATH_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            stdin=subprocess.DEVNULL,
+        )
+        paths = json.loads(completed.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        log.warning("cannot read sys.path of %s: %s", python, exc)
+        return None
+    expanded: list[str] = []
+    for path in paths:
+        expanded.append(path)
+        if path.endswith("site-packages") and os.path.isdir(path):
+            expanded.extend(_pth_paths(path))
+    return tuple(dict.fromkeys(expanded))
+
+
+def _pth_paths(site_dir: str) -> list[str]:
+    """Directories named in .pth files (editable installs); lines with code are ignored, never run."""
+    found: list[str] = []
+    try:
+        names = sorted(os.listdir(site_dir))
+    except OSError:
+        return found
+    for name in names:
+        if not name.endswith(".pth"):
+            continue
+        try:
+            with open(os.path.join(site_dir, name), encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    line = line.strip()
+                    if not line or line.startswith(("#", "import ", "import\t")):
+                        continue
+                    candidate = os.path.join(site_dir, line) if not os.path.isabs(line) else line
+                    if os.path.isdir(candidate):
+                        found.append(os.path.normpath(candidate))
+        except OSError:
+            continue
+    return found
+
+
+def find_interpreter(root: str | None, configured: str | None) -> str:
+    """Setting/--python, else VIRTUAL_ENV, else a .venv in the root, else our own interpreter."""
+    if configured:
+        return configured
+    venv = os.environ.get("VIRTUAL_ENV")
+    candidates = []
+    if venv:
+        candidates.append(os.path.join(venv, "bin", "python"))
+    if root:
+        candidates.append(os.path.join(root, ".venv", "bin", "python"))
+    for candidate in candidates:
+        if os.path.exists(candidate):
+            return candidate
+    return sys.executable
+
+
+class Workspace:
+    """Answers "where is this name defined" for files under one root."""
+
+    def __init__(self, root: str | None = None, python: str | None = None) -> None:
+        self.root = os.path.abspath(root) if root else None
+        self.python = find_interpreter(self.root, python)
+        self.problems: list[str] = []
+        self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
+        self._project = None
+        self._lock = threading.RLock()
+        self._goto_cache: dict[tuple[str, int, int, int], tuple[Definition, ...]] = {}
+
+    # -- sources -------------------------------------------------------------------------------
+    def source(self, path: str) -> SourceFile | None:
+        path = os.path.abspath(path)
+        text = self.overlays.get(path)
+        if text is not None:
+            return SourceFile.parse(path, text)
+        return parse_file(path)
+
+    # -- jedi ----------------------------------------------------------------------------------
+    @property
+    def project(self):
+        with self._lock:
+            if self._project is None:
+                import jedi
+
+                sys_path = interpreter_sys_path(self.python)
+                if sys_path is None:
+                    self.problems.append(
+                        f"interpreter {self.python!r} cannot be run; analysing against {sys.executable}"
+                    )
+                    sys_path = interpreter_sys_path(sys.executable)
+                root = self.root or os.getcwd()
+                self._project = jedi.Project(
+                    root,
+                    environment_path=sys.executable,
+                    sys_path=list(sys_path or ()),
+                    smart_sys_path=True,
+                    load_unsafe_extensions=False,
+                )
+            return self._project
+
+    def goto(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
+        """Definitions of the name at node (a Name, or an Attribute's last part), following imports."""
+        if isinstance(node, ast.Attribute):
+            line = node.end_lineno or node.lineno
+            column = source.char_col(line, node.end_col_offset or 0) - len(node.attr)
+        elif isinstance(node, ast.Name):
+            line = node.lineno
+            column = source.char_col(line, node.col_offset)
+        else:
+            return ()
+        key = (source.path, hash(source.text), line, column)
+        cached = self._goto_cache.get(key)
+        if cached is not None:
+            return cached
+        definitions: tuple[Definition, ...] = ()
+        try:
+            import jedi
+
+            script = jedi.Script(code=source.text, path=source.path, project=self.project)
+            names = script.goto(line, column, follow_imports=True)
+            definitions = tuple(
+                Definition(str(name.module_path), name.line, name.column, name.type, name.full_name)
+                for name in names
+                if name.module_path is not None and name.line is not None
+            )
+        except Exception as exc:  # jedi failure degrades to "unknown", never a crash
+            log.warning("jedi goto failed at %s:%s:%s: %s", source.path, line, column, exc)
+        if len(self._goto_cache) > 20000:
+            self._goto_cache.clear()
+        self._goto_cache[key] = definitions
+        return definitions

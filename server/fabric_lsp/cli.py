@@ -1,0 +1,436 @@
+"""The `fabric-lsp` command: check / explain / rules / serve (DESIGN.md "Command line").
+
+`check` builds one Config (defaults <- `[tool.fabric-lsp]` <- command line) and passes it to the
+engine, which applies select/ignore/severity/hints itself; this module only finds and reads files,
+runs the engine (in parallel processes for many files), applies fixes and prints a report.
+
+Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or internal error
+(`--exit-zero` turns 1 into 0). Notices about files that cannot be checked go to stderr as
+`fabric-lsp: notice: <path>: <reason>` and do not change the status.
+
+Additions to the stable contract: `--hints` (hint-level findings are off in the CLI by default),
+`--unsafe-fixes`, `--config PATH`, `--jobs N`, `explain --format text|markdown`, `explain -`
+(message from stdin), `rules --format text|json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import sys
+import tempfile
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import fabric_lsp
+from fabric_lsp.config import Config, expand_codes, load_config
+from fabric_lsp.edits import apply_fixes, unified_diff
+from fabric_lsp.findings import Finding, Severity
+from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
+from fabric_lsp.walk import Notice, SourceFile, discover, display_path, mentions_fabric, read_source
+
+PROG = "fabric-lsp"
+# Below this many files, starting worker processes (each importing jedi) costs more than it saves.
+PARALLEL_MIN_FILES = 16
+MAX_WORKERS = 8
+
+
+class UsageError(Exception):
+    pass
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking files (runs in worker processes too: module-level functions and picklable data only)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    findings: tuple[Finding, ...] = ()
+    notice: Notice | None = None
+    error: str | None = None  # internal error while analysing this file
+
+
+def check_file(path: str, config: Config) -> FileResult:
+    source, notice = read_source(path, config.max_file_size)
+    if source is None:
+        return FileResult(path, notice=notice)
+    if not mentions_fabric(source.text):
+        return FileResult(path)
+    try:
+        from fabric_lsp.engine import check_source
+
+        findings = check_source(path, source.text, config)
+    except Exception as error:  # one file's crash must not lose the others' results
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        return FileResult(path, error=f"internal error while checking: {detail}\n{traceback.format_exc()}")
+    return FileResult(path, findings=tuple(findings))
+
+
+def _check_chunk(paths: list[str], config: Config) -> list[FileResult]:
+    return [check_file(path, config) for path in paths]
+
+
+def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[FileResult]:
+    """Results for `paths`, in the same order. `jobs`: 0 = automatic, 1 = serial."""
+    workers = jobs if jobs > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
+    if workers <= 1 or len(paths) < (PARALLEL_MIN_FILES if jobs == 0 else 2):
+        return _check_chunk(list(paths), config)
+    size = max(1, min(32, math.ceil(len(paths) / (workers * 4))))
+    chunks = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    try:
+        # spawn: no inherited locks or threads, same behaviour on every platform.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
+            results = [r for chunk in pool.map(_check_chunk, chunks, [config] * len(chunks)) for r in chunk]
+    except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
+        _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
+        return _check_chunk(list(paths), config)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument parsing
+
+
+def _codes(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Finds Lightning Fabric runtime errors before they happen."
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {fabric_lsp.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="check Python files and directories")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes and report what remains")
+    check.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix also apply unsafe fixes; without it, show them as fixable",
+    )
+    check.add_argument(
+        "--diff", action="store_true", help="print the fixes as unified diffs instead of writing them"
+    )
+    check.add_argument("--select", metavar="CODES", help="comma-separated rule codes to report (replaces the config's)")
+    check.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes not to report (replaces the config's)")
+    check.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages the analysis resolves")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
+    check.add_argument(
+        "--hints", action="store_true", help="also report hint-level findings (off by default in the CLI)"
+    )
+    check.add_argument("--config", metavar="PATH", help="settings file instead of the nearest pyproject.toml")
+    check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
+
+    explain = commands.add_parser("explain", help="show the documentation of a rule or a runtime error")
+    explain.add_argument(
+        "query", nargs="+", metavar="CODE|MESSAGE", help="a rule code or name, a record id, an error message, or - for stdin"
+    )
+    explain.add_argument("--format", choices=("text", "markdown"), default="text")
+
+    rules = commands.add_parser("rules", help="list the rules, their codes and records")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    serve = commands.add_parser("serve", help="run the language server over stdio")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+# check
+
+
+def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, list[str]]:
+    overrides: dict[str, object] = {}
+    for option in ("select", "ignore"):
+        value = getattr(args, option)
+        if value is not None:
+            codes = _codes(value)
+            try:
+                expand_codes(codes)
+            except ValueError as bad:
+                raise UsageError(f"--{option}: {bad}") from None
+            overrides[option] = codes
+    if args.python is not None:
+        python = os.path.abspath(os.path.expanduser(args.python))
+        if not os.path.isfile(python):
+            raise UsageError(f"--python: no interpreter at {python}")
+        overrides["python"] = python
+    if args.hints:
+        overrides["hints"] = True
+    config_file = None
+    if args.config is not None:
+        config_file = Path(args.config)
+        if not config_file.is_file():
+            raise UsageError(f"--config: {args.config}: no such file")
+    return load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line")
+
+
+def _write(path: str, text: str, encoding: str) -> None:
+    """Replace the file's content atomically, keeping its mode; through a link, the target."""
+    target = os.path.realpath(path)
+    data = text.encode(encoding)
+    directory = os.path.dirname(target)
+    handle, temporary = tempfile.mkstemp(prefix=".fabric-lsp-", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, os.stat(target).st_mode & 0o7777)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+@dataclass
+class FixOutcome:
+    originals: dict[str, SourceFile] = field(default_factory=dict)  # files the fixes touch, as read
+    texts: dict[str, str] = field(default_factory=dict)  # new text of each file that changes
+    written: list[str] = field(default_factory=list)  # files actually written
+    fixed: int = 0  # findings whose fix was applied
+    skipped: int = 0  # fixes left out because they overlap an earlier one
+    messages: list[str] = field(default_factory=list)  # notices and errors for stderr
+    failed: bool = False  # a file could not be written
+
+
+def fix_findings(
+    findings: Sequence[Finding], *, unsafe_fixes: bool, write: bool, max_file_size: int, cwd: str
+) -> FixOutcome:
+    """Apply the fixes of `findings` that are fixable (safe ones; unsafe ones too with
+    `unsafe_fixes`), in the findings' order, skipping fixes that overlap an earlier one. With
+    `write`, the changed files are written (keeping their encoding, BOM and line endings)."""
+    outcome = FixOutcome()
+    selected = [f for f in findings if fixable(f, unsafe_fixes)]
+    for path in sorted({edit.path for f in selected for edit in f.fix.edits}):
+        source, notice = read_source(path, max_file_size)
+        if notice is not None:
+            outcome.messages.append(notice.format(cwd))
+        else:
+            outcome.originals[path] = source
+    texts = {edit.path: None for f in selected for edit in f.fix.edits}
+    texts.update({path: source.text for path, source in outcome.originals.items()})
+    result = apply_fixes([f.fix for f in selected], texts)
+    for index, reason in sorted(result.unavailable.items()):
+        finding = selected[index]
+        outcome.messages.append(
+            f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
+            f"{finding.span.start.character + 1}: {finding.code} fix not applied: {reason}"
+        )
+    outcome.skipped = len(result.skipped)
+    if outcome.skipped:
+        count = outcome.skipped
+        outcome.messages.append(
+            f"{PROG}: notice: {count} fix{'es' if count != 1 else ''} skipped because "
+            f"{'they overlap' if count != 1 else 'it overlaps'} another fix; run again to apply"
+        )
+    outcome.texts = result.texts
+    applied = [selected[i] for i in result.applied]
+    if not write:
+        outcome.fixed = len(applied)
+        return outcome
+    for path in sorted(result.texts):
+        try:
+            _write(path, result.texts[path], outcome.originals[path].encoding)
+            outcome.written.append(path)
+        except (OSError, UnicodeError) as error:
+            outcome.messages.append(f"{PROG}: error: {display_path(path, cwd)}: cannot write the fix: {error}")
+            outcome.failed = True
+    written = set(outcome.written)
+    outcome.fixed = sum(
+        1 for f in applied if all(e.path in written or e.path not in result.texts for e in f.fix.edits)
+    )
+    return outcome
+
+
+def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> int:
+    if failed:
+        return 2
+    if exit_zero:
+        return 0
+    return 1 if any(f.severity.rank >= Severity.WARNING.rank for f in findings) else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    cwd = os.getcwd()
+    paths = args.paths or ["."]
+    if args.jobs < 0:
+        raise UsageError("--jobs: expected 0 (automatic) or a positive number")
+    for path in paths:
+        if not os.path.lexists(path):
+            raise UsageError(f"{path}: no such file or directory")
+    config, problems = _build_config(args, paths)
+    for problem in problems:
+        _say(problem)
+    files, notices = discover(paths, config.exclude, config.root or cwd)
+    results = check_files(files, config, args.jobs)
+
+    failed = False
+    findings: list[Finding] = []
+    for result in results:
+        if result.notice is not None:
+            notices.append(result.notice)
+        if result.error is not None:
+            failed = True
+            _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+        findings.extend(result.findings)
+    for notice in sorted(notices, key=lambda n: n.path):
+        _say(notice.format(cwd))
+    findings.sort(key=sort_key)
+
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes)
+    if args.fix or args.diff:
+        outcome = fix_findings(
+            findings, unsafe_fixes=args.unsafe_fixes, write=not args.diff,
+            max_file_size=config.max_file_size, cwd=cwd,
+        )
+        for message in outcome.messages:
+            _say(message)
+        failed = failed or outcome.failed
+        if args.diff:
+            for path in sorted(outcome.texts):
+                sys.stdout.write(unified_diff(outcome.originals[path].text, outcome.texts[path], display_path(path, cwd)))
+            sys.stdout.flush()
+            count = outcome.fixed
+            _say(f"Would fix {count} error{'s' if count != 1 else ''}." if count else "No errors would be fixed.")
+            return 2 if failed else (1 if outcome.texts else 0)
+        context.fix_mode, context.fixed = True, outcome.fixed
+        if args.format != "text" and outcome.fixed:
+            n_written = len(outcome.written)
+            _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
+                 f"in {n_written} file{'s' if n_written != 1 else ''}")
+        checked = set(files)
+        rechecked = [p for p in outcome.written if p in checked]
+        if rechecked:
+            fresh = {r.path: r for r in check_files(rechecked, config, args.jobs)}
+            for result in fresh.values():
+                if result.error is not None:
+                    failed = True
+                    _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+                if result.notice is not None:
+                    _say(result.notice.format(cwd))
+            findings = [f for f in findings if f.span.path not in fresh]
+            findings += [f for r in fresh.values() for f in r.findings]
+            findings.sort(key=sort_key)
+
+    sys.stdout.write(render(args.format, findings, context))
+    sys.stdout.flush()
+    return exit_status(findings, failed, args.exit_zero)
+
+
+# ---------------------------------------------------------------------------------------------
+# explain, rules, serve
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from fabric_lsp.records import load_records, render_markdown, render_text, rule_by_code
+
+    query = " ".join(args.query).strip()
+    if query == "-":
+        query = sys.stdin.read().strip()
+    if not query:
+        raise UsageError("explain: give a rule code, a rule name, a record id or an error message")
+    config, problems = load_config(Path(os.getcwd()))
+    for problem in problems:
+        _say(problem)
+    records = load_records(config.extend_records)
+    for problem in records.problems:
+        _say(f"{PROG}: records: {problem}")
+    rule = rule_by_code(query)
+    context = None
+    record = records.by_code(query) if rule else records.by_id(query)
+    if record is None:
+        match = records.match_message(query)
+        if match is not None:
+            record, context = match.record, match.context
+    if record is None:
+        _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
+        return 2
+    renderer = render_markdown if args.format == "markdown" else render_text
+    sys.stdout.write(renderer(record, context=context, code=rule.code if rule else record.code))
+    return 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    import json
+
+    from fabric_lsp.records import RULES, default_records
+
+    records = default_records()
+    if args.format == "json":
+        rows = []
+        for rule in RULES:
+            record = records.by_id(rule.record_id)
+            rows.append(
+                {
+                    "code": rule.code,
+                    "name": rule.name,
+                    "record": rule.record_id,
+                    "summary": rule.summary,
+                    "url": record.github_url if record else None,
+                }
+            )
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    name_width = max(len(rule.name) for rule in RULES)
+    for rule in RULES:
+        sys.stdout.write(f"{rule.code}  {rule.name:<{name_width}}  {rule.record_id}  {rule.summary}\n")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # Replaced by the language server when it lands.
+    _say(f"{PROG}: the language server arrives with the language-server issue; `serve` is not available yet")
+    return 2
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # argparse: 2 for usage errors, 0 for --help/--version
+        return exit.code if isinstance(exit.code, int) else 2
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        _say(f"{PROG}: error: a command is required (check, explain, rules, serve)")
+        return 2
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
+    try:
+        return handler(args)
+    except UsageError as error:
+        _say(f"{PROG}: error: {error}")
+        return 2
+    except BrokenPipeError:  # output piped into `head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        _say(f"{PROG}: error: internal error\n{traceback.format_exc().rstrip()}")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,295 @@
+"""Settings of one check: defaults, overridden by `[tool.fabric-lsp]`, overridden by the caller.
+
+The engine applies `select`/`ignore`/`severity`/`hints` itself from the Config it is given, so the
+CLI and the language server only build a Config (with `load_config`) and pass it through.
+
+Every bad value is reported as one line (`fabric-lsp: config: <file>: <key>: <problem>; using the
+default`) and replaced by its default; loading never fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from fabric_lsp.findings import Severity
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ModuleNotFoundError:  # Python 3.10: tomli if the user has it, else no pyproject settings
+    try:
+        import tomli as _toml  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        _toml = None
+
+ALL_CODES = ("FAB001", "FAB002", "FAB003")
+SECTION = "fabric-lsp"
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    select: frozenset[str] = frozenset(ALL_CODES)
+    ignore: frozenset[str] = frozenset()
+    severity: dict[str, Severity] = field(default_factory=dict)  # per-code override
+    python: str | None = None  # interpreter jedi analyses against
+    exclude: tuple[str, ...] = ()  # glob patterns, relative to the config's root
+    extend_records: tuple[str, ...] = ()  # extra record directories
+    hints: bool = False  # report hint-level findings
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    root: str | None = None  # directory holding the pyproject.toml the config came from
+
+    def enabled(self, code: str) -> bool:
+        return code in self.select and code not in self.ignore
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation of single values. Each validator returns the converted value or raises _Bad(problem).
+
+
+class _Bad(ValueError):
+    pass
+
+
+def expand_codes(items: Any) -> frozenset[str]:
+    """A list of rule selectors -> the set of codes.
+
+    A selector is a full code (`FAB001`, any case), a prefix of codes (`FAB`, `FAB00`) or `ALL`,
+    like ruff's selectors. A selector that matches no code is an error.
+    """
+    if isinstance(items, str) or not isinstance(items, (list, tuple, set, frozenset)):
+        raise _Bad(f"expected a list of rule codes, got {_describe(items)}")
+    codes: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise _Bad(f"expected a list of rule codes, found {_describe(item)}")
+        selector = item.strip().upper()
+        matched = set(ALL_CODES) if selector == "ALL" else {c for c in ALL_CODES if c.startswith(selector)}
+        if not selector or not matched:
+            raise _Bad(f"unknown rule code {item!r} (known: {', '.join(ALL_CODES)})")
+        codes |= matched
+    return frozenset(codes)
+
+
+def _severity_table(value: Any) -> dict[str, Severity]:
+    if not isinstance(value, Mapping):
+        raise _Bad(f"expected a table of code = severity, got {_describe(value)}")
+    table: dict[str, Severity] = {}
+    names = ", ".join(s.value for s in Severity)
+    for code, level in value.items():
+        if not isinstance(code, str) or code.upper() not in ALL_CODES:
+            raise _Bad(f"unknown rule code {code!r} (known: {', '.join(ALL_CODES)})")
+        if not isinstance(level, str) or level.lower() not in {s.value for s in Severity}:
+            raise _Bad(f"{code}: expected one of {names}, got {level!r}")
+        table[code.upper()] = Severity(level.lower())
+    return table
+
+
+def _interpreter(base: Path) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise _Bad(f"expected a path to a Python interpreter, got {_describe(value)}")
+        candidate = Path(os.path.expanduser(value))
+        if not candidate.is_absolute():
+            candidate = base / candidate
+        # abspath, not resolve(): a venv's python is a symlink whose target loses the venv.
+        path = os.path.abspath(candidate)
+        if os.path.isfile(path):
+            return path
+        if os.sep not in value and "/" not in value:  # a bare name such as "python3.11"
+            found = shutil.which(value)
+            if found:
+                return os.path.abspath(found)
+        raise _Bad(f"no interpreter at {path}")
+
+    return convert
+
+
+def _string_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise _Bad(f"expected a list of strings, got {_describe(value)}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise _Bad(f"expected a list of non-empty strings, found {_describe(item)}")
+    return tuple(value)
+
+
+def _directories(base: Path) -> Callable[[Any], tuple[str, ...]]:
+    def convert(value: Any) -> tuple[str, ...]:
+        dirs = []
+        for item in _string_list(value):
+            path = Path(os.path.expanduser(item))
+            path = path if path.is_absolute() else base / path
+            if not path.is_dir():
+                raise _Bad(f"{item!r} is not a directory")
+            dirs.append(os.path.abspath(path))
+        return tuple(dirs)
+
+    return convert
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad(f"expected true or false, got {_describe(value)}")
+    return value
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _Bad(f"expected a positive number of bytes, got {_describe(value)}")
+    return value
+
+
+def _describe(value: Any) -> str:
+    kind = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
+            dict: "table"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+# key in the file -> (Config field, validator factory taking the base directory)
+_KEYS: dict[str, tuple[str, Callable[[Path], Callable[[Any], Any]]]] = {
+    "select": ("select", lambda base: expand_codes),
+    "ignore": ("ignore", lambda base: expand_codes),
+    "severity": ("severity", lambda base: _severity_table),
+    "python": ("python", _interpreter),
+    "exclude": ("exclude", lambda base: _string_list),
+    "extend-records": ("extend_records", _directories),
+    "hints": ("hints", lambda base: _boolean),
+    "max-file-size": ("max_file_size", lambda base: _positive_int),
+}
+KNOWN_KEYS = tuple(_KEYS)
+
+
+def _problem(source: str, key: str, problem: str, outcome: str = "using the default") -> str:
+    return f"fabric-lsp: config: {source}: {key}: {problem}; {outcome}"
+
+
+def parse_settings(
+    table: Mapping[str, Any], base: Path, source: str, outcome: str = "using the default"
+) -> tuple[dict[str, Any], list[str]]:
+    """Validate one layer of settings (a `[tool.fabric-lsp]` table or the caller's overrides).
+
+    Keys use the file's spelling (`max-file-size`); `max_file_size` is accepted too. A value of None
+    means "not set". Relative paths are taken relative to `base`. Returns the Config fields this layer
+    sets and one problem line per bad key (that key is left unset, so the layer below applies).
+    """
+    fields: dict[str, Any] = {}
+    problems: list[str] = []
+    for raw_key, value in table.items():
+        key = str(raw_key).replace("_", "-")
+        if key not in _KEYS:
+            problems.append(_problem(source, str(raw_key), f"unknown key (known keys: {', '.join(KNOWN_KEYS)})", outcome))
+            continue
+        if value is None:
+            continue
+        name, factory = _KEYS[key]
+        try:
+            fields[name] = factory(base)(value)
+        except _Bad as bad:
+            problems.append(_problem(source, key, str(bad), outcome))
+    return fields, problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and reading pyproject.toml
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start` that has a `[tool.fabric-lsp]` table.
+
+    Like ruff, a pyproject.toml without our table does not stop the search, so a sub-package's
+    pyproject does not hide the repository's settings. One that cannot be parsed but mentions the
+    table is returned, so that its problem is reported.
+    """
+    start = Path(os.path.abspath(start))
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if not candidate.is_file():
+            continue
+        if _has_table(candidate):
+            return candidate
+    return None
+
+
+def _has_table(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if _toml is not None:
+        try:
+            tool = _toml.loads(data.decode("utf-8")).get("tool")
+            return isinstance(tool, Mapping) and SECTION in tool
+        except (_toml.TOMLDecodeError, UnicodeDecodeError):
+            pass
+    # Unparsable (or no parser): claim it if it seems to speak about us, so the problem is reported.
+    return re.search(rb"tool\s*\.\s*[\"']?fabric-lsp|^\s*fabric-lsp\s*=", data, re.MULTILINE) is not None
+
+
+def read_table(path: Path) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """The `[tool.fabric-lsp]` table of a pyproject.toml (or, for another .toml file such as a
+    dedicated `fabric-lsp.toml`, the whole file when it has no such table)."""
+    source = str(path)
+    if _toml is None:
+        return None, [f"fabric-lsp: config: {source}: (file): reading TOML needs Python 3.11+ or the "
+                      f"tomli package; using the default"]
+    try:
+        with open(path, "rb") as handle:
+            document = _toml.load(handle)
+    except OSError as error:
+        return None, [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+    except (_toml.TOMLDecodeError, UnicodeDecodeError) as error:
+        return None, [_problem(source, "(file)", f"invalid TOML: {error}")]
+    tool = document.get("tool")
+    if isinstance(tool, Mapping) and SECTION in tool:
+        table = tool[SECTION]
+        if not isinstance(table, Mapping):
+            return None, [_problem(source, f"tool.{SECTION}", f"expected a table, got {_describe(table)}")]
+        return table, []
+    if path.name == "pyproject.toml":
+        return {}, []
+    return document, []
+
+
+def load_config(
+    start: Path,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    config_file: Path | None = None,
+    overrides_source: str = "settings",
+) -> tuple[Config, list[str]]:
+    """Defaults <- `[tool.fabric-lsp]` of the nearest pyproject.toml above `start` (or
+    `config_file` when given) <- `overrides` (same keys; None values are "not set").
+
+    Relative paths in the file are relative to the file's directory; in `overrides` relative to
+    `start` (a directory, or a file whose directory is used). Returns the Config and the problem
+    lines to show the user (bad values fall back to the default; loading never raises).
+    """
+    start = Path(os.path.abspath(start))
+    start_dir = start if start.is_dir() else start.parent
+    problems: list[str] = []
+    fields: dict[str, Any] = {}
+    path = config_file if config_file is not None else find_pyproject(start)
+    if path is not None:
+        path = Path(os.path.abspath(path))
+        fields["root"] = str(path.parent)
+        table, read_problems = read_table(path)
+        problems += read_problems
+        if table:
+            file_fields, file_problems = parse_settings(table, path.parent, str(path))
+            fields.update(file_fields)
+            problems += file_problems
+    if overrides:
+        # A bad override leaves the file's value (or the default) in force.
+        override_fields, override_problems = parse_settings(
+            overrides, start_dir, overrides_source, "not overriding"
+        )
+        fields.update(override_fields)
+        problems += override_problems
+    return replace(Config(), **fields), problems

@@ -1,0 +1,86 @@
+"""text -> analysis -> rules -> findings, with configuration and `# noqa` applied.
+
+The CLI and the language server both call `check_source`; neither filters findings again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from dataclasses import replace
+
+from fabric_lsp.analysis import analyze, may_have_findings
+from fabric_lsp.analysis.source import SourceFile
+from fabric_lsp.analysis.workspace import Workspace
+from fabric_lsp.config import Config
+from fabric_lsp.findings import Finding, Severity
+from fabric_lsp.rules import ALL_RULES
+
+log = logging.getLogger("fabric_lsp.engine")
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+_workspaces: dict[tuple[str | None, str | None], Workspace] = {}
+_workspaces_lock = threading.Lock()
+
+
+def workspace_for(config: Config) -> Workspace:
+    """One workspace (jedi project) per (root, interpreter), reused across checks."""
+    key = (config.root, config.python)
+    with _workspaces_lock:
+        workspace = _workspaces.get(key)
+        if workspace is None:
+            workspace = _workspaces[key] = Workspace(config.root, config.python)
+        return workspace
+
+
+def check_source(path: str, text: str, config: Config, workspace: Workspace | None = None) -> list[Finding]:
+    path = os.path.abspath(path)
+    if not may_have_findings(text):
+        return []
+    source = SourceFile.parse(path, text)
+    if source.tree is None:
+        log.info("%s: not analysed: %s", path, source.syntax_error)
+        return []
+    workspace = workspace or workspace_for(config)
+    try:
+        facts = analyze(source, workspace)
+    except RecursionError:
+        log.warning("%s: not analysed: nesting too deep", path)
+        return []
+    findings: list[Finding] = []
+    for rule in ALL_RULES:
+        if not config.enabled(rule.code):
+            continue
+        try:
+            findings.extend(rule.check(facts))
+        except Exception:  # one rule's bug must not hide the others' findings
+            log.exception("%s: rule %s failed", path, rule.code)
+    return sorted(_configured(findings, source, config), key=lambda f: (f.span.start, f.code))
+
+
+def _configured(findings: list[Finding], source: SourceFile, config: Config) -> list[Finding]:
+    kept = []
+    for finding in findings:
+        override = config.severity.get(finding.code)
+        if override is not None:
+            finding = replace(finding, severity=Severity(override))
+        if finding.severity == Severity.HINT and not config.hints:
+            continue
+        if finding.span.path == source.path and is_suppressed(source.line(finding.noqa_line + 1), finding.code):
+            continue
+        kept.append(finding)
+    return kept
+
+
+def is_suppressed(line: str, code: str) -> bool:
+    """`# noqa` suppresses everything on the line; `# noqa: FAB001, E501` only the codes named."""
+    for match in _NOQA.finditer(line):
+        codes = match.group("codes")
+        if codes is None:
+            return True
+        if code.upper() in {c.strip().upper() for c in codes.split(",")}:
+            return True
+    return False

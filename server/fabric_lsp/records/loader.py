@@ -1,0 +1,360 @@
+"""Load and validate knowledge-base records (schemaVersion 2) and match runtime messages against them.
+
+A record file is JSON: `{"record": {...}, "datasetVersion": "..."}`. The shipped records live in
+`records/data/*.json`; `extend-records` directories add more, and a record there whose id is already
+known replaces the earlier one (noted in `RecordSet.notices`). A file that fails validation is left out
+and reported in `RecordSet.problems` as "<file>: field '<name>': <what is wrong>"; it never keeps the
+other files from loading.
+
+Matching is bounded in cost: at most MAX_MESSAGE_CHARS characters of the message are searched (its
+head and its tail when it is longer), and a messagePattern whose structure can backtrack
+exponentially is rejected at load time (see `pattern_risk`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+try:  # the stdlib's regex parser; it moved in 3.11 and the old name warns there
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+from fabric_lsp.records.messages import context_from_groups, sample_message
+from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
+
+SCHEMA_VERSION = 2
+DATA_DIR = Path(__file__).resolve().parent / "data"
+MAX_MESSAGE_CHARS = 4000
+MAX_FILE_BYTES = 1_000_000
+
+
+class _Field(NamedTuple):
+    kind: type  # str, int or list (of str)
+    nullable: bool = False
+
+
+# The fields of the seed records, all required. Nullable = null in at least one seed.
+FIELDS: dict[str, _Field] = {
+    "id": _Field(str),
+    "repo": _Field(str),
+    "slug": _Field(str),
+    "errorCode": _Field(str, nullable=True),
+    "errorMessage": _Field(str),
+    "messagePattern": _Field(str),
+    "errorType": _Field(str),
+    "errorClass": _Field(str),
+    "httpStatus": _Field(int, nullable=True),
+    "severity": _Field(str),
+    "filePath": _Field(str),
+    "lineNumber": _Field(int),
+    "sourceCode": _Field(str),
+    "sourceCodeStart": _Field(int),
+    "sourceCodeEnd": _Field(int),
+    "githubUrl": _Field(str),
+    "documentation": _Field(str),
+    "triggerScenarios": _Field(str),
+    "commonSituations": _Field(str),
+    "solutions": _Field(list),
+    "exampleFix": _Field(str),
+    "handlingStrategy": _Field(str),
+    "validationCode": _Field(str),
+    "typeGuard": _Field(str, nullable=True),
+    "tryCatchPattern": _Field(str, nullable=True),
+    "preventionTips": _Field(list),
+    "tags": _Field(list),
+    "backgroundTag": _Field(str),
+    "analyzedSha": _Field(str),
+    "analyzedAt": _Field(str),
+    "schemaVersion": _Field(int),
+}
+_NON_EMPTY = ("id", "errorMessage", "messagePattern", "errorClass", "documentation")
+
+# More messages with the same root cause as a record, which its own messagePattern does not cover.
+# Each has the groups of the record's pattern, so names are recovered the same way.
+_EXTRA_PATTERNS: dict[str, tuple[str, ...]] = {
+    "ac5b68eddc82d846": (
+        # torch FSDP1 calls module.reset_parameters() unconditionally -> nn.Module.__getattr__ raises
+        r"'(\w{1,200})' object has no attribute 'reset_parameters'",
+        # Lightning's _materialize_distributed_module (ModelParallel) warns instead of raising
+        r"Parameter initialization incomplete\. The following modules have parameters or buffers with"
+        r" uninitialized memory because they don't define a `reset_parameters\(\)` method for"
+        r" re-initialization: ([\w, ]{1,2000})",
+    ),
+}
+
+
+@dataclass(frozen=True, eq=False)  # identity equality: records are loaded once and shared
+class Record:
+    id: str
+    fields: Mapping[str, Any]  # the validated "record" object, read-only
+    dataset_version: str
+    source: str  # the file it was loaded from
+    patterns: tuple[re.Pattern[str], ...]  # messagePattern first, then any extra patterns
+
+    def __getitem__(self, name: str) -> Any:
+        return self.fields[name]
+
+    @property
+    def code(self) -> str | None:
+        """The rule code whose runtime error this record explains, if any."""
+        rule = rule_for_record(self.id)
+        return rule.code if rule else None
+
+    @property
+    def error_class(self) -> str:
+        return self.fields["errorClass"]
+
+    @property
+    def error_message(self) -> str:
+        return self.fields["errorMessage"]
+
+    @property
+    def github_url(self) -> str:
+        return self.fields["githubUrl"]
+
+
+class MessageMatch(NamedTuple):
+    record: Record
+    groups: tuple[str | None, ...]
+
+    @property
+    def context(self) -> dict[str, str]:
+        """Names recovered from the message, keyed like render's context ("class", "method", ...)."""
+        return context_from_groups(self.record.error_message, self.groups)
+
+
+@dataclass(frozen=True, eq=False)
+class RecordSet:
+    records: tuple[Record, ...]
+    problems: tuple[str, ...] = ()  # files left out, "<file>: field '<name>': <reason>"
+    notices: tuple[str, ...] = ()  # overrides by extend-records directories
+    _by_id: Mapping[str, Record] = field(default_factory=dict, repr=False, compare=False)
+
+    def by_id(self, record_id: str) -> Record | None:
+        return self._by_id.get(record_id.strip())
+
+    def by_code(self, code: str) -> Record | None:
+        """The record of a rule, by code ("FAB001") or rule name ("unmarked-forward-method")."""
+        rule = rule_by_code(code)
+        return self._by_id.get(rule.record_id) if rule else None
+
+    def match_message(self, message: str) -> MessageMatch | None:
+        """The record whose pattern occurs in the message (extra text around it is fine)."""
+        if len(message) <= MAX_MESSAGE_CHARS:
+            windows = (message,)
+        else:  # a traceback ends with the message; a pasted log may start with it
+            half = MAX_MESSAGE_CHARS // 2
+            windows = (message[:half], message[-half:])
+        for record in self.records:
+            for pattern in record.patterns:
+                for window in windows:
+                    found = pattern.search(window)
+                    if found:
+                        return MessageMatch(record, found.groups())
+        return None
+
+
+class RecordError(ValueError):
+    def __init__(self, field_name: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field_name = field_name
+        self.reason = reason
+
+
+def pattern_risk(pattern: str) -> str | None:
+    """Why the regex may backtrack catastrophically, or None.
+
+    Structural check on the parsed regex: a repetition (max > 1) whose body contains another
+    repetition (max > 1), like `(a+)+` or `(\\w+\\s?)*`, or an alternation of more than single
+    characters, like `(a|ab)*`, can take exponential time on a near-miss. Such patterns are rejected;
+    the remaining polynomial cases (`.+?` ... `.+?`) are bounded by MAX_MESSAGE_CHARS.
+    """
+    repeats = {_sre_parse.MAX_REPEAT, _sre_parse.MIN_REPEAT}
+    if hasattr(_sre_parse, "POSSESSIVE_REPEAT"):
+        repeats.add(_sre_parse.POSSESSIVE_REPEAT)
+
+    def children(value: Any) -> Iterable[Any]:
+        if isinstance(value, _sre_parse.SubPattern):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                yield from children(item)
+
+    def walk(subpattern: Any, inside_repeat: bool) -> str | None:
+        for op, value in subpattern:
+            if op in repeats and value[1] > 1:
+                if inside_repeat:
+                    return "nested quantifiers (a repeated group contains a repetition)"
+                inner = walk(value[2], True)
+                if inner:
+                    return inner
+                continue
+            if op is _sre_parse.BRANCH and inside_repeat:
+                return "a repeated group contains an alternation"
+            for child in children(value):
+                inner = walk(child, inside_repeat)
+                if inner:
+                    return inner
+        return None
+
+    return walk(_sre_parse.parse(pattern), False)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_field(name: str, spec: _Field, value: Any) -> None:
+    if value is None:
+        if spec.nullable:
+            return
+        raise RecordError(name, "must not be null")
+    expected = {str: "string", int: "integer", list: "array of strings"}[spec.kind]
+    # bool is an int subclass in Python but not an integer in JSON
+    if type(value) is not spec.kind:
+        raise RecordError(name, f"expected {expected}, got {_type_name(value)}")
+    if spec.kind is list:
+        for index, item in enumerate(value):
+            if type(item) is not str:
+                raise RecordError(f"{name}[{index}]", f"expected string, got {_type_name(item)}")
+
+
+def _compile(name: str, pattern: str) -> re.Pattern[str]:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise RecordError(name, f"invalid regular expression: {error}") from None
+    risk = pattern_risk(pattern)
+    if risk:
+        raise RecordError(name, f"rejected, may backtrack catastrophically: {risk}")
+    return compiled
+
+
+def validate(document: Any) -> tuple[dict[str, Any], str, re.Pattern[str]]:
+    """The record object, datasetVersion and compiled messagePattern; RecordError at the first fault."""
+    if not isinstance(document, dict):
+        raise RecordError(None, f"top level must be an object, got {_type_name(document)}")
+    for name, kind in (("record", dict), ("datasetVersion", str)):
+        if name not in document:
+            raise RecordError(name, "missing")
+        if type(document[name]) is not kind:
+            raise RecordError(name, f"expected {_type_name(kind())}, got {_type_name(document[name])}")
+    record = document["record"]
+    for name, spec in FIELDS.items():
+        if name not in record:
+            raise RecordError(name, "missing")
+        _check_field(name, spec, record[name])
+    if record["schemaVersion"] != SCHEMA_VERSION:
+        raise RecordError("schemaVersion", f"expected {SCHEMA_VERSION}, got {record['schemaVersion']}")
+    for name in _NON_EMPTY:
+        if not record[name].strip():
+            raise RecordError(name, "must not be empty")
+    if any(char.isspace() for char in record["id"]):
+        raise RecordError("id", "must not contain whitespace")
+    start, end, line = record["sourceCodeStart"], record["sourceCodeEnd"], record["lineNumber"]
+    if not 1 <= start <= line <= end:
+        raise RecordError("lineNumber", f"{line} is not within sourceCodeStart..sourceCodeEnd ({start}..{end})")
+    source_lines = record["sourceCode"].count("\n") + 1
+    if source_lines != end - start + 1:
+        raise RecordError("sourceCode", f"has {source_lines} lines, expected {end - start + 1} (sourceCodeStart..End)")
+    if not record["githubUrl"].startswith("https://"):
+        raise RecordError("githubUrl", "must be an https:// URL")
+    pattern = _compile("messagePattern", record["messagePattern"])
+    if not pattern.search(sample_message(record["errorMessage"])):
+        raise RecordError("messagePattern", "does not match the record's own errorMessage")
+    return record, document["datasetVersion"], pattern
+
+
+def load_file(path: Path) -> Record:
+    """One record file; RecordError (field None for file-level faults) when it is not a valid record."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise RecordError(None, f"cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise RecordError(None, f"not UTF-8: {error.reason} at byte {error.start}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RecordError(None, f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+    except RecursionError:
+        raise RecordError(None, "invalid JSON: nested too deeply") from None
+    record, dataset_version, pattern = validate(document)
+    extra = tuple(_compile("messagePattern", extra) for extra in _EXTRA_PATTERNS.get(record["id"], ()))
+    return Record(record["id"], MappingProxyType(dict(record)), dataset_version, str(path), (pattern, *extra))
+
+
+def _describe(path: Path, error: RecordError) -> str:
+    where = f"field '{error.field_name}'" if error.field_name else "file"
+    return f"{path}: {where}: {error.reason}"
+
+
+def _load_dirs(dirs: Sequence[Path], base: Mapping[str, Record]) -> tuple[dict[str, Record], list[str], list[str]]:
+    by_id = dict(base)
+    problems: list[str] = []
+    notices: list[str] = []
+    for directory in dirs:
+        if not directory.is_dir():
+            problems.append(f"{directory}: record directory not found")
+            continue
+        loaded_here: dict[str, Path] = {}
+        for path in sorted(directory.glob("*.json")):
+            try:
+                record = load_file(path)
+            except RecordError as error:
+                problems.append(_describe(path, error))
+                continue
+            if record.id in loaded_here:
+                problems.append(f"{path}: field 'id': duplicate of {loaded_here[record.id]}, left out")
+                continue
+            loaded_here[record.id] = path
+            if record.id in by_id:
+                notices.append(f"{path}: record {record.id} overrides the one from {by_id[record.id].source}")
+            by_id[record.id] = record
+    return by_id, problems, notices
+
+
+def _order(by_id: Mapping[str, Record]) -> tuple[Record, ...]:
+    """Rule records in rule order, then the others by id: a stable order for matching and listing."""
+    rule_ids = [rule.record_id for rule in RULES]
+    ranked = sorted(by_id.values(), key=lambda r: (rule_ids.index(r.id) if r.id in rule_ids else len(rule_ids), r.id))
+    return tuple(ranked)
+
+
+def _make_set(by_id: Mapping[str, Record], problems: Sequence[str], notices: Sequence[str]) -> RecordSet:
+    records = _order(by_id)
+    return RecordSet(records, tuple(problems), tuple(notices), MappingProxyType({r.id: r for r in records}))
+
+
+_default: RecordSet | None = None
+
+
+def default_records() -> RecordSet:
+    """The shipped records, loaded once per process."""
+    global _default
+    if _default is None:
+        by_id, problems, notices = _load_dirs([DATA_DIR], {})
+        _default = _make_set(by_id, problems, notices)
+    return _default
+
+
+def load_records(extra_dirs: Sequence[str] = ()) -> RecordSet:
+    """The shipped records plus those of `extra_dirs` (later directories win on equal ids)."""
+    base = default_records()
+    if not extra_dirs:
+        return base
+    by_id, problems, notices = _load_dirs([Path(d).expanduser() for d in extra_dirs], base._by_id)
+    return _make_set(by_id, [*base.problems, *problems], [*base.notices, *notices])

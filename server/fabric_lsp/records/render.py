@@ -1,0 +1,111 @@
+"""A record rendered for one occurrence, as Markdown (hover, docs) and as plain text (CLI `explain`)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping
+
+from fabric_lsp.records.loader import Record
+from fabric_lsp.records.messages import fill_message
+from fabric_lsp.records.rules_table import rule_by_code, rule_for_record
+
+_TEXT_WIDTH = 88
+
+
+def title(record: Record, code: str | None = None) -> str:
+    """The heading: "FAB001 unmarked-forward-method" for a rule's record, else what the record names."""
+    rule = rule_by_code(code) if code else rule_for_record(record.id)
+    if rule:
+        return f"{rule.code} {rule.name}"
+    if code:
+        return code
+    return f"{record.error_class}: {record['slug']}"
+
+
+def runtime_message(record: Record, context: Mapping[str, str] | None = None) -> str:
+    """The error line as Python would print it, names filled in from the occurrence."""
+    return f"{record.error_class}: {fill_message(record.error_message, context)}"
+
+
+def example_fix(record: Record) -> str:
+    """exampleFix as Python source: the seeds mark "before"/"after" with `//` lines, never valid Python."""
+    lines = []
+    for line in record["exampleFix"].splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("//"):
+            line = line[: len(line) - len(stripped)] + "#" + stripped[2:]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _source_label(record: Record) -> str:
+    return f"{record['filePath']} line {record['lineNumber']}"
+
+
+def _fence(content: str) -> str:
+    """A backtick fence longer than any backtick run in the content, so the block cannot end early."""
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _code_block(content: str, language: str) -> str:
+    fence = _fence(content)
+    return f"{fence}{language}\n{content}\n{fence}"
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join("- " + item.replace("\n", "\n  ") for item in items)
+
+
+def render_markdown(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
+    parts = [f"### {title(record, code)}", _code_block(runtime_message(record, context), "text")]
+    if record["documentation"].strip():
+        parts.append(record["documentation"].strip())
+    if record["triggerScenarios"].strip():
+        parts.append(f"**When it is raised.** {record['triggerScenarios'].strip()}")
+    if record["commonSituations"].strip():
+        parts.append(f"**Common situations.** {record['commonSituations'].strip()}")
+    if record["solutions"]:
+        parts.append("**How to fix**\n\n" + _bullets(record["solutions"]))
+    if record["exampleFix"].strip():
+        parts.append("**Example fix**\n\n" + _code_block(example_fix(record), "python"))
+    if record["preventionTips"]:
+        parts.append("**Prevention**\n\n" + _bullets(record["preventionTips"]))
+    parts.append(f"Source: [{_source_label(record)}]({record.github_url}) · record `{record.id}`")
+    return "\n\n".join(parts) + "\n"
+
+
+def _paragraph(text: str, indent: str = "") -> str:
+    return "\n".join(
+        textwrap.fill(line, _TEXT_WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+        if line.strip()
+        else ""
+        for line in text.strip().splitlines()
+    )
+
+
+def _text_bullets(items: list[str]) -> str:
+    return "\n".join(
+        textwrap.fill(item, _TEXT_WIDTH, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False)
+        for item in items
+    )
+
+
+def render_text(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
+    heading = title(record, code)
+    parts = [f"{heading}\n{'=' * len(heading)}", runtime_message(record, context)]
+    if record["documentation"].strip():
+        parts.append(_paragraph(record["documentation"]))
+    if record["triggerScenarios"].strip():
+        parts.append("When it is raised:\n" + _paragraph(record["triggerScenarios"], "    "))
+    if record["commonSituations"].strip():
+        parts.append("Common situations:\n" + _paragraph(record["commonSituations"], "    "))
+    if record["solutions"]:
+        parts.append("How to fix:\n" + _text_bullets(record["solutions"]))
+    if record["exampleFix"].strip():
+        parts.append("Example fix:\n" + textwrap.indent(example_fix(record), "    "))
+    if record["preventionTips"]:
+        parts.append("Prevention:\n" + _text_bullets(record["preventionTips"]))
+    parts.append(f"Source: {_source_label(record)}\n    {record.github_url}\nRecord: {record.id}")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,54 @@
+"""The rules fabric-lsp reports, their codes and knowledge-base records: the one place that maps them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str  # "FAB001"
+    name: str  # "unmarked-forward-method"
+    record_id: str  # id of the record in records/data/ that explains the runtime error
+    summary: str  # one line, for `fabric-lsp rules` and rule docstrings
+
+
+# FAB003's record is the project's own (records/data/ce209f7f268e625f.json). Its id follows the seeds'
+# 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16] of that record's fields.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "FAB001",
+        "unmarked-forward-method",
+        "af391673c4dd180e",
+        "Calling a custom method that runs a submodule on a Fabric-wrapped model without "
+        "mark_forward_method raises RuntimeError under DDP/FSDP/DeepSpeed.",
+    ),
+    Rule(
+        "FAB002",
+        "missing-reset-parameters",
+        "ac5b68eddc82d846",
+        "A module that owns parameters or buffers but has no reset_parameters cannot be materialized "
+        "from the meta device (TypeError).",
+    ),
+    Rule(
+        "FAB003",
+        "mark-forward-method-bound",
+        "ce209f7f268e625f",
+        "mark_forward_method(wrapped.m) passes the wrapper's plain function, which raises TypeError "
+        'under a wrapping strategy; pass the name "m".',
+    ),
+)
+
+_BY_CODE = {rule.code: rule for rule in RULES}
+_BY_NAME = {rule.name: rule for rule in RULES}
+_BY_RECORD = {rule.record_id: rule for rule in RULES}
+
+
+def rule_by_code(code_or_name: str) -> Rule | None:
+    """The rule with this code ("FAB001", any case) or name ("unmarked-forward-method")."""
+    key = code_or_name.strip()
+    return _BY_CODE.get(key.upper()) or _BY_NAME.get(key.lower())
+
+
+def rule_for_record(record_id: str) -> Rule | None:
+    return _BY_RECORD.get(record_id)

@@ -1,0 +1,49 @@
+"""`--format github`: GitHub Actions workflow commands, one line per finding, e.g.
+
+    ::error file=train.py,line=14,col=13,endLine=14,endColumn=21,title=FAB001::message
+
+error -> `::error`, warning -> `::warning`, information and hint -> `::notice`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from fabric_lsp.findings import Finding, Severity
+from fabric_lsp.report.common import ReportContext, row_col
+
+_COMMAND = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFORMATION: "notice",
+    Severity.HINT: "notice",
+}
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_finding(finding: Finding, context: ReportContext) -> str:
+    row, col = row_col(finding.span.start)
+    end_row, end_col = row_col(finding.span.end)
+    properties = ",".join(
+        f"{key}={_escape_property(str(value))}"
+        for key, value in (
+            ("file", context.display(finding.span.path)),
+            ("line", row),
+            ("col", col),
+            ("endLine", end_row),
+            ("endColumn", end_col),
+            ("title", finding.code),
+        )
+    )
+    return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(finding.message)}"
+
+
+def render_github(findings: Sequence[Finding], context: ReportContext) -> str:
+    return "".join(format_finding(f, context) + "\n" for f in findings)

@@ -1,0 +1,59 @@
+"""Human output, like ruff's concise format:
+
+    train.py:14:13: FAB001 [*] error: `TinyLM.generate()` runs the model's layers ...
+      note: train.py:9:9: the model is set up here
+      help: Mark `generate` as a forward method after `fabric.setup()`
+
+`[*]` marks a finding `--fix` would fix (safe fixes; unsafe ones too with `--unsafe-fixes`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from fabric_lsp.findings import Finding
+from fabric_lsp.report.common import ReportContext, fixable, hidden_unsafe, row_col
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def format_finding(finding: Finding, context: ReportContext) -> str:
+    row, col = row_col(finding.span.start)
+    mark = " [*]" if fixable(finding, context.unsafe_fixes) else ""
+    lines = [
+        f"{context.display(finding.span.path)}:{row}:{col}: {finding.code}{mark} "
+        f"{finding.severity.value}: {finding.message}"
+    ]
+    for related in finding.related:
+        r_row, r_col = row_col(related.span.start)
+        lines.append(f"  note: {context.display(related.span.path)}:{r_row}:{r_col}: {related.message}")
+    if finding.fix is not None:
+        lines.append(f"  help: {finding.fix.title}")
+    return "\n".join(lines)
+
+
+def summary_line(findings: Sequence[Finding], context: ReportContext) -> str:
+    """`All checks passed!`, `Found N errors (M fixable).` or, after --fix, `Found N errors (F fixed,
+    R remaining).` Every finding shown counts, whatever its severity, as in ruff."""
+    if context.fix_mode and context.fixed:
+        total = context.fixed + len(findings)
+        return f"Found {_plural(total, 'error')} ({context.fixed} fixed, {len(findings)} remaining)."
+    if not findings:
+        return "All checks passed!"
+    count = sum(1 for f in findings if fixable(f, context.unsafe_fixes))
+    line = f"Found {_plural(len(findings), 'error')}" + (f" ({count} fixable)." if count else ".")
+    hidden = hidden_unsafe(findings, context.unsafe_fixes)
+    if hidden:
+        fixes = "1 hidden fix" if hidden == 1 else f"{hidden} hidden fixes"
+        line += f"\n{fixes} can be enabled with the `--unsafe-fixes` option."
+    return line
+
+
+def render_text(findings: Sequence[Finding], context: ReportContext) -> str:
+    blocks = [format_finding(f, context) for f in findings]
+    out = "\n".join(blocks)
+    if blocks:
+        out += "\n\n"
+    return out + summary_line(findings, context) + "\n"

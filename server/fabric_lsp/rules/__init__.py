@@ -1,0 +1,16 @@
+"""The rules, one module each: analysis facts in, findings (with fixes) out."""
+
+from __future__ import annotations
+
+from fabric_lsp.rules import (
+    fab001_unmarked_forward_method,
+    fab002_missing_reset_parameters,
+    fab003_mark_forward_method_bound,
+)
+from fabric_lsp.rules.base import RuleModule
+
+ALL_RULES: tuple[RuleModule, ...] = (
+    fab001_unmarked_forward_method.RULE,
+    fab002_missing_reset_parameters.RULE,
+    fab003_mark_forward_method_bound.RULE,
+)

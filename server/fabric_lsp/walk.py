@@ -1,0 +1,268 @@
+"""Which files to check and how to read them.
+
+Reading never raises: a file that cannot be checked (unreadable, binary, undecodable, too large)
+yields a `Notice` the caller prints as `fabric-lsp: notice: <path>: <reason>`, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import stat
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable
+
+# Directory names never descended into (hidden directories are skipped too).
+SKIP_DIRS = frozenset(
+    {".venv", "venv", "site-packages", "node_modules", "build", "dist", "__pycache__"}
+)
+PYTHON_SUFFIXES = (".py",)
+
+# A file with none of these words cannot contain a Fabric setup, a meta-device context or a
+# mark_forward_method call; skipping it before parsing keeps large trees cheap.
+_RELEVANT = re.compile(r"[Ff]abric|meta|mark_forward_method")
+
+
+@dataclass(frozen=True)
+class Notice:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"fabric-lsp: notice: {self.path}: {self.reason}"
+
+    def format(self, cwd: str | None = None) -> str:
+        """The stderr line, the path relative to `cwd` when below it."""
+        return f"fabric-lsp: notice: {display_path(self.path, cwd)}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # absolute, as given (symlinks not resolved)
+    text: str  # decoded, line endings untouched
+    encoding: str  # codec to write it back with ("utf-8-sig" keeps a BOM)
+
+
+# ---------------------------------------------------------------------------------------------
+# Discovery
+
+
+def _compile_glob(pattern: str) -> re.Pattern[str]:
+    """A gitignore-like glob -> regex over a '/'-separated relative path.
+
+    `*` and `?` stay within one segment, `**` spans segments, a pattern without '/' matches the
+    name of any file or directory at any depth, a leading '/' or an inner '/' anchors it at the
+    root, a trailing '/' matches directories only (handled by the caller's check of both forms).
+    """
+    anchored = "/" in pattern.rstrip("/")
+    body = pattern.strip("/")
+    out = []
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[":
+            end = body.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+                i += 1
+            else:
+                inner = body[i + 1 : end]
+                if inner.startswith("!"):
+                    inner = "^" + inner[1:]
+                out.append(f"[{inner}]")
+                i = end + 1
+        else:
+            out.append(re.escape(char))
+            i += 1
+    prefix = "" if anchored else "(?:.*/)?"
+    return re.compile(f"^{prefix}{''.join(out)}$")
+
+
+class ExcludeMatcher:
+    """The configured `exclude` globs, relative to the config root (or the current directory)."""
+
+    def __init__(self, patterns: Iterable[str], root: str | None) -> None:
+        self.root = os.path.abspath(root or os.getcwd())
+        self._patterns = [(_compile_glob(p), p.endswith("/")) for p in patterns if p.strip("/")]
+
+    def excluded(self, path: str, is_dir: bool) -> bool:
+        if not self._patterns:
+            return False
+        relative = os.path.relpath(os.path.abspath(path), self.root)
+        if relative.startswith(".." + os.sep) or relative == "..":
+            return False  # outside the root: the globs do not speak about it
+        relative = relative.replace(os.sep, "/")
+        return any(
+            regex.match(relative) and (is_dir or not dirs_only) for regex, dirs_only in self._patterns
+        )
+
+
+def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None) -> tuple[list[str], list[Notice]]:
+    """Python files to check under `paths`, sorted, without duplicates.
+
+    Explicit file arguments are always included. Directories are walked recursively, following
+    symbolic links but never a directory twice (so a link loop ends), skipping SKIP_DIRS, hidden
+    directories and the `exclude` globs. A path that does not exist raises FileNotFoundError.
+    """
+    matcher = ExcludeMatcher(exclude, root)
+    found: dict[str, str] = {}  # real path -> path as reached (first wins)
+    notices: list[Notice] = []
+
+    def add(path: str) -> None:
+        try:
+            real = os.path.realpath(path)
+        except OSError:  # pragma: no cover - realpath does not raise on Linux
+            real = path
+        found.setdefault(real, os.path.abspath(path))
+
+    for argument in paths:
+        if not os.path.lexists(argument):
+            raise FileNotFoundError(argument)
+        if os.path.isdir(argument):
+            _walk(os.path.abspath(argument), matcher, add, notices)
+        else:
+            add(argument)  # even if excluded, non-.py, or a broken link: reading will tell
+    return sorted(set(found.values())), notices
+
+
+def _walk(top: str, matcher: ExcludeMatcher, add, notices: list[Notice]) -> None:
+    # Iterative DFS over real directories; `ancestors` detects links back up the current chain.
+    visited: set[tuple[int, int]] = set()
+
+    def identity(path: str) -> tuple[int, int] | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino)
+
+    stack: list[tuple[str, tuple[tuple[int, int], ...]]] = []
+    top_id = identity(top)
+    if top_id is None:
+        notices.append(Notice(top, "cannot read directory"))
+        return
+    visited.add(top_id)
+    stack.append((top, (top_id,)))
+    while stack:
+        directory, ancestors = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                children = sorted(entries, key=lambda entry: entry.name)
+        except OSError as error:
+            notices.append(Notice(directory, f"cannot read directory: {error.strerror or error}"))
+            continue
+        subdirs = []
+        for entry in children:
+            path = entry.path
+            try:
+                is_dir = entry.is_dir()  # follows links
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name.startswith(".") or entry.name in SKIP_DIRS or matcher.excluded(path, True):
+                    continue
+                child_id = identity(path)
+                if child_id is None:
+                    continue
+                if child_id in ancestors:
+                    notices.append(Notice(path, "symbolic link loop; not followed"))
+                    continue
+                if child_id in visited:
+                    continue  # reached through another link: already walked
+                visited.add(child_id)
+                subdirs.append((path, ancestors + (child_id,)))
+                continue
+            if not entry.name.endswith(PYTHON_SUFFIXES) or matcher.excluded(path, False):
+                continue
+            if entry.is_symlink() and not os.path.exists(path):
+                try:
+                    os.stat(path)
+                except OSError as error:
+                    notices.append(Notice(path, _os_reason(error)))
+                continue
+            add(path)
+        stack.extend(reversed(subdirs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _os_reason(error: OSError) -> str:
+    if isinstance(error, PermissionError):
+        return "cannot read: permission denied"
+    if getattr(error, "errno", None) == 40:  # ELOOP
+        return "cannot read: symbolic link loop"
+    return f"cannot read: {error.strerror or error}"
+
+
+def read_source(path: str, max_size: int) -> tuple[SourceFile | None, Notice | None]:
+    """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8)."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None, Notice(path, "not a regular file")
+            if info.st_size > max_size:
+                return None, Notice(path, f"file is larger than max-file-size ({info.st_size} > {max_size} bytes)")
+            data = handle.read(max_size + 1)
+    except OSError as error:
+        return None, Notice(path, _os_reason(error))
+    if len(data) > max_size:  # grew, or a special file that reports size 0
+        return None, Notice(path, f"file is larger than max-file-size (> {max_size} bytes)")
+    return decode_source(path, data)
+
+
+def decode_source(path: str, data: bytes) -> tuple[SourceFile | None, Notice | None]:
+    if b"\0" in data:
+        return None, Notice(path, "binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:  # undecodable first lines, unknown cookie, BOM with another cookie
+        message = str(error.msg or error)
+        if message.startswith("invalid or missing encoding declaration"):
+            encoding = "utf-8"  # no usable cookie: the file is UTF-8 or nothing; say where it breaks
+        else:
+            return None, Notice(path, f"cannot decode: {message}")
+    try:
+        codecs.lookup(encoding)
+        text = data.decode(encoding)
+    except LookupError:
+        return None, Notice(path, f"cannot decode: unknown encoding {encoding!r}")
+    except UnicodeDecodeError as error:
+        return None, Notice(
+            path, f"cannot decode as {encoding}: invalid byte 0x{data[error.start]:02x} at offset {error.start}"
+        )
+    # detect_encoding names a BOM "utf-8-sig" and decoding drops it; writing back restores it.
+    return SourceFile(path=path, text=text, encoding=encoding), None
+
+
+def mentions_fabric(text: str) -> bool:
+    """Cheap pre-filter: could this file produce a finding at all?"""
+    return _RELEVANT.search(text) is not None
+
+
+def display_path(path: str, cwd: str | None = None) -> str:
+    """Relative to the current directory when below it, else absolute."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    absolute = os.path.abspath(path)
+    try:
+        common = os.path.commonpath([cwd, absolute])
+    except ValueError:  # different drives on Windows
+        return absolute
+    return os.path.relpath(absolute, cwd) if common == cwd else absolute

@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (see ``support.cases`` for the ground-truth harness)."""

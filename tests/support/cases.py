@@ -1,0 +1,545 @@
+"""Ground-truth harness: run the labelled fixture cases under real Lightning and check their labels.
+
+The label convention and the protocol are in ``fixtures/README.md``. API (keep it small; other tests use it):
+
+``discover_cases(root) -> list[Case]``
+    Every ``root/<name>.py`` and ``root/<name>/main.py`` (sorted by name). ``Case`` has ``name``,
+    ``path`` (the file or the directory), ``entry`` (the file that is run), ``files`` (relative POSIX
+    names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
+    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls)``, ``line`` 1-based, ``cls``
+    the ``class=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
+    comment block of the entry, else None) and ``label_errors`` (malformed labels; they are problems).
+
+``applicable_modes(case) -> list[str]``
+    The modes of the README table that say something about this case: ``"plain"`` when it has no
+    labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
+
+``run_case(case, extra_env) -> RunResult``
+    Copies the case to a temporary directory and runs its entry there with the current interpreter,
+    ``CUDA_VISIBLE_DEVICES=""``, a clean distributed environment (no inherited ``MASTER_PORT``,
+    ``LT_*``, ``RANK``...; Lightning picks a free port per run) plus ``extra_env`` (``MODE_ENV[mode]``),
+    and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
+    class, first line of the message, and the innermost frame inside the case's files -> (file, line);
+    with several ranks only rank 0's lines are read.
+    When a run fails with a rule's exception at a label, the fix for that label is applied to the copy
+    and the case runs again, so every label of a file is proven, not only the first one reached:
+    FAB001 ``w.m(...)`` -> ``w.module.m(...)`` (that call site only), FAB003
+    ``mark_forward_method(w.m)`` -> ``mark_forward_method("m")``. FAB002 has no automatic fix: only
+    the first FAB002 class reached is proven, so give each FAB002 case one failing class (labels that
+    name the same class count as one). ``RunResult.steps`` holds one ``RunStep`` per run; the
+    properties ``returncode``/``stdout``/``stderr``/``exc_class``/``exc_message``/``location`` are the
+    last run's.
+
+``expected_outcome_problems(case, result, mode) -> list[str]``
+    ``[]`` when the runs match the protocol for ``mode``; otherwise readable sentences (with the tail
+    of stderr) so a test can ``assert ... == []``. In ``"plain"`` error labels must fire, warning
+    labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
+    may. Any other failure, or a rule exception at an unlabelled line, is a problem.
+
+``MODES``, ``MODE_ENV``, ``RULE_EXCEPTIONS`` (code -> exception class name and message regex) and
+``parse_traceback(stderr)`` are public too.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("plain", "ddp")
+# LT_STRATEGY is what `fabric run --strategy ddp` sets; without LT_CLI_USED it silently replaces
+# the strategy written in the code (Lightning's _Connector._argument_from_env).
+MODE_ENV: dict[str, dict[str, str]] = {"plain": {}, "ddp": {"LT_STRATEGY": "ddp"}}
+
+RULE_EXCEPTIONS: dict[str, tuple[str, re.Pattern[str]]] = {
+    "FAB001": (
+        "RuntimeError",
+        re.compile(r"You are calling the method `(?P<cls>[\w.]+)\.(?P<method>\w+)\(\)` from outside the model"),
+    ),
+    "FAB002": (
+        "TypeError",
+        re.compile(r"Materialization requires that the `(?P<cls>\w+)\.reset_parameters` method is implemented"),
+    ),
+    "FAB003": ("TypeError", re.compile(r"Expected a method or a string, but got: function")),
+}
+SEVERITIES = ("error", "warning", "hint")
+# Which label severities must fire / may fire in each mode (fixtures/README.md table).
+_MUST_FIRE = {"plain": {"error"}, "ddp": {"warning", "hint"}}
+_MAY_FIRE = {"plain": {"warning"}, "ddp": {"error"}}
+
+DEFAULT_TIMEOUT_S = 120.0
+# Variables that would make a case join someone else's process group or inherit a launch config.
+_SCRUBBED_ENV_PREFIXES = ("LT_", "TORCHELASTIC_", "SLURM_", "PL_", "OMPI_", "PMI_")
+_SCRUBBED_ENV_NAMES = {
+    "MASTER_ADDR", "MASTER_PORT", "STANDALONE_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
+    "GROUP_RANK", "LOCAL_WORLD_SIZE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
+}
+
+_LABEL_RE = re.compile(
+    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?\s*$"
+)
+_SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
+_RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
+_FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
+_EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
+_PORT_IN_USE_RE = re.compile(r"EADDRINUSE|Address already in use")
+
+
+@dataclass(frozen=True)
+class Label:
+    file: str  # relative POSIX name inside the case, e.g. "main.py"
+    line: int  # 1-based
+    code: str
+    severity: str
+    cls: str | None = None
+
+    def __str__(self) -> str:
+        cls = f" class={self.cls}" if self.cls else ""
+        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    path: Path
+    entry: Path
+    files: tuple[str, ...]
+    labels: tuple[Label, ...]
+    skip_reason: str | None = None
+    label_errors: tuple[str, ...] = ()
+
+    @property
+    def root(self) -> Path:
+        """Directory holding the case's files."""
+        return self.path if self.path.is_dir() else self.path.parent
+
+    @property
+    def entry_name(self) -> str:
+        return self.entry.relative_to(self.root).as_posix()
+
+    def source(self, file: str) -> str:
+        return (self.root / file).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class RunStep:
+    returncode: int | None  # None when timed out
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+    exc_class: str | None = None
+    exc_message: str | None = None
+    location: tuple[str, int] | None = None  # innermost frame inside the case's files
+    fixed: tuple[Label, ...] = ()  # labels whose fix was applied to the copy for this run
+    rule: str | None = None  # code whose exception this run raised
+    hit: tuple[Label, ...] = ()  # labels that this run's exception proves
+    port_retries: int = 0
+
+    def describe(self) -> str:
+        if self.timed_out:
+            return f"timed out after {self.seconds:.0f}s"
+        if self.returncode == 0:
+            return "ran clean"
+        where = f"{self.location[0]}:{self.location[1]}" if self.location else "no frame in the case's files"
+        if self.exc_class is None:
+            return f"exited {self.returncode} without a parsable traceback"
+        return f"raised {self.exc_class}: {self.exc_message} (at {where})"
+
+
+@dataclass
+class RunResult:
+    case: str
+    extra_env: dict[str, str]
+    steps: list[RunStep] = field(default_factory=list)
+    stop_note: str | None = None  # why the fix-and-rerun chain stopped early, if it did
+
+    @property
+    def last(self) -> RunStep:
+        return self.steps[-1]
+
+    returncode = property(lambda self: self.last.returncode)
+    stdout = property(lambda self: self.last.stdout)
+    stderr = property(lambda self: self.last.stderr)
+    exc_class = property(lambda self: self.last.exc_class)
+    exc_message = property(lambda self: self.last.exc_message)
+    location = property(lambda self: self.last.location)
+
+    @property
+    def seconds(self) -> float:
+        return sum(step.seconds for step in self.steps)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover_cases(root: str | os.PathLike[str]) -> list[Case]:
+    root = Path(root)
+    cases = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_file() and entry.suffix == ".py":
+            cases.append(_load_case(entry.stem, entry, entry, (entry.name,)))
+        elif entry.is_dir() and (entry / "main.py").is_file():
+            files = tuple(
+                p.relative_to(entry).as_posix()
+                for p in sorted(entry.rglob("*.py"))
+                if "__pycache__" not in p.parts
+            )
+            cases.append(_load_case(entry.name, entry, entry / "main.py", files))
+    return cases
+
+
+def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Case:
+    base = path if path.is_dir() else path.parent
+    labels: list[Label] = []
+    errors: list[str] = []
+    for rel in files:
+        source = (base / rel).read_text(encoding="utf-8")
+        file_labels, file_errors = _parse_labels(rel, source)
+        labels += file_labels
+        errors += file_errors
+    skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
+    markers = sum(
+        len(re.findall(r"^\s*#\s*ground-truth:\s*skip\b", (base / rel).read_text(encoding="utf-8"), re.M))
+        for rel in files
+    )
+    if markers > (skip_reason is not None):
+        errors.append("'# ground-truth: skip' must sit once in the leading comment block of the entry file")
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors))
+
+
+def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
+    labels: list[Label] = []
+    errors: list[str] = []
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (SyntaxError, tokenize.TokenError) as exc:
+        return [], [f"{rel}: does not parse: {exc}"]
+    class_lines = {node.lineno: node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    lines = source.splitlines()
+    seen_lines: set[int] = set()
+    for tok in tokens:
+        if tok.type != tokenize.COMMENT or not re.match(r"#\s*expect\b", tok.string):
+            continue
+        line = tok.start[0]
+        where = f"{rel}:{line}"
+        m = _LABEL_RE.match(tok.string)
+        if not m:
+            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME]')")
+            continue
+        code, severity, cls = m["code"], m["severity"], m["cls"]
+        if code not in RULE_EXCEPTIONS:
+            errors.append(f"{where}: unknown rule code {code}")
+        if severity not in SEVERITIES:
+            errors.append(f"{where}: unknown severity {severity!r} (one of {', '.join(SEVERITIES)})")
+        if not lines[line - 1][: tok.start[1]].strip():
+            errors.append(f"{where}: label on a line without code; put it at the end of the reported line")
+        if line in seen_lines:
+            errors.append(f"{where}: more than one label on a line")
+        if code == "FAB002" and cls is None and line not in class_lines:
+            errors.append(f"{where}: FAB002 label needs class=NAME unless the line is a class statement")
+        if cls is not None and code != "FAB002":
+            errors.append(f"{where}: class= is only meaningful for FAB002")
+        seen_lines.add(line)
+        labels.append(Label(rel, line, code, severity, cls))
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
+            if not _SKIP_RE.match(tok.string):
+                errors.append(f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>')")
+    return labels, errors
+
+
+def _parse_skip(entry_source: str) -> str | None:
+    for raw in entry_source.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("#"):
+            return None  # only the leading comment block counts
+        m = _SKIP_RE.match(line)
+        if m:
+            return m["reason"].strip()
+    return None
+
+
+def label_class(case: Case, label: Label) -> str | None:
+    """The class a FAB002 label names: its ``class=`` or the class defined on the labelled line."""
+    if label.cls:
+        return label.cls
+    tree = ast.parse(case.source(label.file))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.lineno == label.line:
+            return node.name
+    return None
+
+
+def applicable_modes(case: Case) -> list[str]:
+    severities = {label.severity for label in case.labels}
+    modes = []
+    if not severities or severities & {"error", "hint"}:
+        modes.append("plain")
+    if not severities or severities & {"warning", "hint"}:
+        modes.append("ddp")
+    return modes
+
+
+# --------------------------------------------------------------------------- running
+
+
+def parse_traceback(stderr: str) -> tuple[str | None, str | None, list[tuple[str, int]]]:
+    """(exception class, first line of its message, frames as (path, line)) of the last traceback."""
+    lines = stderr.splitlines()
+    if any(_RANK_PREFIX_RE.match(line) for line in lines):
+        # Several processes (devices=2) interleave their tracebacks; read rank 0's.
+        lines = [line for line in lines if not _RANK_PREFIX_RE.match(line) or line.startswith("[rank0]:")]
+    lines = [_RANK_PREFIX_RE.sub("", line) for line in lines]
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == "Traceback (most recent call last):"]
+    if not starts:
+        return None, None, []
+    frames: list[tuple[str, int]] = []
+    for line in lines[starts[-1] + 1 :]:
+        frame = _FRAME_RE.match(line)
+        if frame:
+            frames.append((frame["path"], int(frame["line"])))
+            continue
+        if line[:1].isspace() or not line.strip():
+            continue  # source line / caret line of a frame
+        m = _EXC_LINE_RE.match(line.rstrip())
+        if m:
+            return m["cls"], (m["msg"] or ""), frames
+        return None, line, frames
+    return None, None, frames
+
+
+def run_case(case: Case, extra_env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S) -> RunResult:
+    result = RunResult(case.name, dict(extra_env))
+    fixed: list[Label] = []
+    patched = {rel: case.source(rel) for rel in case.files}
+    while True:
+        step = _run_with_port_retry(case, patched, extra_env, timeout, tuple(fixed))
+        result.steps.append(step)
+        new_hits = [label for label in step.hit if label not in fixed]
+        if step.returncode == 0 or not new_hits:
+            return result
+        if len(result.steps) > len(case.labels):
+            result.stop_note = "more reruns than labels; stopped"
+            return result
+        for label in new_hits:
+            try:
+                patched[label.file] = _apply_fix(patched[label.file], label, step)
+            except _NoFix as exc:
+                result.stop_note = str(exc)
+                return result
+            fixed.append(label)
+
+
+def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
+    # Lightning picks a free port by binding port 0 and releasing it, so two concurrent DDP runs can,
+    # rarely, race for the same port; that is the machine, not the case: retry.
+    for attempt in range(3):
+        step = _run_once(case, sources, extra_env, timeout, fixed)
+        if step.returncode == 0 or not _PORT_IN_USE_RE.search(step.stderr):
+            break
+    return RunStep(**{**step.__dict__, "port_retries": attempt})
+
+
+def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) -> RunStep:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _SCRUBBED_ENV_NAMES and not k.startswith(_SCRUBBED_ENV_PREFIXES)
+    }
+    env.update(
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        OMP_NUM_THREADS="1",  # the machine is small and shared; cases are tiny
+    )
+    env.update(extra_env)
+    workdir = Path(tempfile.mkdtemp(prefix=f"gt-{case.name}-"))
+    try:
+        if case.path.is_dir():
+            shutil.copytree(case.path, workdir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        for rel, text in sources.items():
+            (workdir / rel).write_text(text, encoding="utf-8")
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, case.entry_name],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # so a timeout can end the case's own children (DDP workers) too
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            timed_out = True
+        seconds = time.monotonic() - started
+        exc_class, exc_message, frames = parse_traceback(stderr) if proc.returncode else (None, None, [])
+        location = _innermost_case_frame(frames, workdir, case.files)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    step = RunStep(
+        returncode=None if timed_out else proc.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        seconds=seconds,
+        timed_out=timed_out,
+        exc_class=exc_class,
+        exc_message=exc_message,
+        location=location,
+        fixed=fixed,
+    )
+    rule, hit = _labels_hit(case, step)
+    return RunStep(**{**step.__dict__, "rule": rule, "hit": hit})
+
+
+def _innermost_case_frame(frames, workdir: Path, files) -> tuple[str, int] | None:
+    real_workdir = Path(os.path.realpath(workdir))
+    found = None
+    for path, line in frames:
+        try:
+            rel = Path(os.path.realpath(path)).relative_to(real_workdir).as_posix()
+        except ValueError:
+            continue
+        if rel in files:
+            found = (rel, line)
+    return found
+
+
+def rule_of(exc_class: str | None, exc_message: str | None) -> tuple[str, re.Match[str]] | None:
+    for code, (cls, pattern) in RULE_EXCEPTIONS.items():
+        if exc_class == cls and exc_message is not None:
+            m = pattern.search(exc_message)
+            if m:
+                return code, m
+    return None
+
+
+def _labels_hit(case: Case, step: RunStep) -> tuple[str | None, tuple[Label, ...]]:
+    if step.returncode in (0, None):
+        return None, ()
+    matched = rule_of(step.exc_class, step.exc_message)
+    if matched is None:
+        return None, ()
+    code, m = matched
+    if code == "FAB002":
+        hit = tuple(l for l in case.labels if l.code == code and label_class(case, l) == m["cls"])
+    else:
+        hit = tuple(l for l in case.labels if l.code == code and (l.file, l.line) == step.location)
+    return code, hit
+
+
+class _NoFix(Exception):
+    pass
+
+
+def _apply_fix(source: str, label: Label, step: RunStep) -> str:
+    """Apply the label's fix without changing any line number, so later labels keep their lines."""
+    tree = ast.parse(source)
+    if label.code == "FAB001":
+        method = RULE_EXCEPTIONS["FAB001"][1].search(step.exc_message or "")["method"]
+        # w.m(...) -> w.module.m(...): the same call on the unwrapped module, this call site only.
+        points = [
+            (node.func.value.end_lineno, node.func.value.end_col_offset, ".module")
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == method
+            and node.func.end_lineno == label.line
+        ]
+    elif label.code == "FAB003":
+        points = []
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "mark_forward_method"
+                and node.args
+                and isinstance(node.args[0], ast.Attribute)
+                and node.args[0].lineno == label.line == node.args[0].end_lineno
+            ):
+                arg = node.args[0]
+                points.append((arg.lineno, (arg.col_offset, arg.end_col_offset), repr(arg.attr)))
+    else:
+        raise _NoFix(
+            f"{label} fired; {label.code} has no automatic fix, so later labels of this case cannot be"
+            " proven in the same run (give each case one failing class)"
+        )
+    if not points:
+        raise _NoFix(f"{label} fired but the harness found no call to fix on that line")
+    lines = source.splitlines(keepends=True)
+    for lineno, col, text in sorted(points, key=lambda p: (p[0], p[1]), reverse=True):
+        raw = lines[lineno - 1].encode("utf-8")  # ast columns are UTF-8 byte offsets
+        start, end = col if isinstance(col, tuple) else (col, col)
+        lines[lineno - 1] = (raw[:start] + text.encode("utf-8") + raw[end:]).decode("utf-8")
+    return "".join(lines)
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[str]:
+    problems = list(case.label_errors)
+    if mode not in MODES:
+        return problems + [f"unknown mode {mode!r}"]
+    if mode not in applicable_modes(case):
+        problems.append(f"mode {mode!r} does not apply to this case (labels: {[str(l) for l in case.labels]})")
+    must = {l for l in case.labels if l.severity in _MUST_FIRE[mode]}
+    may = {l for l in case.labels if l.severity in _MAY_FIRE[mode]}
+    proven: set[Label] = set()
+    env = " ".join(f"{k}={v}" for k, v in result.extra_env.items()) or "no extra env"
+    for index, step in enumerate(result.steps):
+        run = f"{mode} run {index + 1} ({env}" + (
+            f"; fixed before this run: {', '.join(map(str, step.fixed))})" if step.fixed else ")"
+        )
+        if step.timed_out:
+            problems.append(f"{run} {step.describe()}" + _tail(step))
+            break
+        if step.returncode == 0:
+            break
+        if not step.hit:
+            if step.rule:
+                problems.append(
+                    f"{run}: {step.rule} fired where no {step.rule} label says so: {step.describe()}"
+                )
+            else:
+                problems.append(f"{run} failed with something that is no labelled finding: {step.describe()}" + _tail(step))
+            break
+        wrong = [l for l in step.hit if l not in must and l not in may]
+        if wrong:
+            problems.append(
+                f"{run}: {', '.join(map(str, wrong))} fired, but in the {mode} run a {wrong[0].severity}"
+                f" label must not fire (README table): {step.describe()}"
+            )
+        proven.update(l for l in step.hit if l in must)
+    for label in sorted(must - proven, key=lambda l: (l.file, l.line)):
+        problems.append(
+            f"{label} did not fire in the {mode} run; last run {result.last.describe()}"
+            + (f"; {result.stop_note}" if result.stop_note else "")
+            + (_tail(result.last) if result.last.returncode not in (0, None) else "")
+        )
+    return problems
+
+
+def _tail(step: RunStep, lines: int = 25) -> str:
+    tail = "\n".join(step.stderr.rstrip().splitlines()[-lines:])
+    return f"\n--- stderr (last {lines} lines) ---\n{tail}\n---" if tail else ""

@@ -1,0 +1,555 @@
+"""`fabric-lsp` on the command line: options, exit status, file discovery and reading, fixes.
+
+Tests marked "needs the engine" in their docstring check real findings on fixtures/cases; they
+fail while `fabric_lsp.engine.check_source` is the placeholder that returns [].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import fabric_lsp
+from fabric_lsp.cli import check_files, exit_status, fix_findings, main
+from fabric_lsp.config import Config
+from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
+from fabric_lsp.records import RULES, default_records
+from fabric_lsp.walk import decode_source, discover, mentions_fabric, read_source
+
+from support.cases import discover_cases
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES_DIR = ROOT / "fixtures" / "cases"
+SERVER_DIR = ROOT / "server"
+
+CLEAN_SOURCE = "from lightning.fabric import Fabric\n\nfabric = Fabric(accelerator='cpu')\n"
+
+
+def run(argv, cwd: Path, monkeypatch, capsys) -> tuple[int, str, str]:
+    """`fabric-lsp ARGV` in-process, in `cwd`."""
+    monkeypatch.chdir(cwd)
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_process(argv, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """`python -m fabric_lsp ARGV` as a separate process, as users run it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SERVER_DIR), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "fabric_lsp", *map(str, argv)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, **kwargs,
+    )
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- the command and its usage errors --------------------------------------------------------
+
+
+def test_version(tmp_path):
+    result = run_process(["--version"], tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"fabric-lsp {fabric_lsp.__version__}"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "a command is required"),
+        (["lint"], "invalid choice: 'lint'"),
+        (["check", "--format", "xml"], "invalid choice: 'xml'"),
+        (["check", "--bogus"], "unrecognized arguments: --bogus"),
+        (["check", "--select", "FAB001,FAB123"], "--select: unknown rule code 'FAB123'"),
+        (["check", "--ignore", "E501"], "--ignore: unknown rule code 'E501'"),
+        (["check", "missing.py"], "missing.py: no such file or directory"),
+        (["check", "--python", "no/such/python"], "--python: no interpreter at"),
+        (["check", "--config", "nope.toml"], "--config: nope.toml: no such file"),
+        (["check", "--jobs", "-1"], "--jobs: expected 0 (automatic) or a positive number"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys, argv, message):
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    code, out, err = run(argv, tmp_path, monkeypatch, capsys)
+    assert code == 2
+    assert message in err
+    assert out == ""
+
+
+def test_usage_error_even_with_exit_zero(tmp_path, monkeypatch, capsys):
+    code, _, err = run(["check", "--exit-zero", "--select", "NOPE"], tmp_path, monkeypatch, capsys)
+    assert code == 2 and "unknown rule code 'NOPE'" in err
+
+
+def test_clean_tree_passes_in_every_format(tmp_path, monkeypatch, capsys):
+    write(tmp_path / "train.py", CLEAN_SOURCE)
+    write(tmp_path / "pkg" / "util.py", "def helper():\n    return 1\n")
+    assert run(["check"], tmp_path, monkeypatch, capsys) == (0, "All checks passed!\n", "")
+    code, out, _ = run(["check", "--format", "json"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = run(["check", "--format", "sarif", "."], tmp_path, monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["runs"][0]["results"] == []
+    assert run(["check", "--format", "github", "train.py"], tmp_path, monkeypatch, capsys) == (0, "", "")
+
+
+def test_serve_is_not_there_yet(tmp_path, monkeypatch, capsys):
+    code, out, err = run(["serve"], tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert "language server arrives with the language-server issue" in err
+
+
+# --- exit status ------------------------------------------------------------------------------
+
+
+def finding(path: str, severity: Severity, code: str = "FAB001", fix: Fix | None = None, line: int = 0) -> Finding:
+    return Finding(code, severity, Span(path, Position(line, 0), Position(line, 1)), "message", "af391673c4dd180e", fix=fix)
+
+
+def test_exit_status_contract():
+    error, warning = finding("/a.py", Severity.ERROR), finding("/a.py", Severity.WARNING)
+    information, hint = finding("/a.py", Severity.INFORMATION), finding("/a.py", Severity.HINT)
+    assert exit_status([], failed=False, exit_zero=False) == 0
+    assert exit_status([hint, information], failed=False, exit_zero=False) == 0
+    assert exit_status([warning], failed=False, exit_zero=False) == 1
+    assert exit_status([hint, error], failed=False, exit_zero=False) == 1
+    assert exit_status([error], failed=False, exit_zero=True) == 0
+    assert exit_status([], failed=True, exit_zero=True) == 2
+    assert exit_status([error], failed=True, exit_zero=False) == 2
+
+
+# --- discovery ----------------------------------------------------------------------------------
+
+
+def test_discovery_skips_environments_builds_and_hidden_folders(tmp_path):
+    keep = [write(tmp_path / "train.py", ""), write(tmp_path / "pkg" / "model.py", "")]
+    for skipped in (".venv", "venv", "site-packages", "node_modules", "build", "dist", "__pycache__", ".git", ".tox"):
+        write(tmp_path / skipped / "x.py", "")
+        write(tmp_path / "pkg" / skipped / "y.py", "")
+    write(tmp_path / "notes.txt", "")
+    write(tmp_path / "stub.pyi", "")
+    files, notices = discover([str(tmp_path)])
+    assert files == sorted(str(p) for p in keep)
+    assert notices == []
+
+
+def test_explicit_arguments_are_always_checked(tmp_path):
+    venv_file = write(tmp_path / ".venv" / "x.py", "")
+    script = write(tmp_path / "bin" / "run-training", "")
+    excluded = write(tmp_path / "legacy" / "old.py", "")
+    files, _ = discover([str(venv_file), str(script), str(excluded)], exclude=["legacy/"], root=str(tmp_path))
+    assert files == sorted(map(str, [venv_file, script, excluded]))
+    # An explicitly named skipped directory is walked too (its own subfolders are still filtered).
+    write(tmp_path / "build" / "gen.py", "")
+    files, _ = discover([str(tmp_path / "build")])
+    assert files == [str(tmp_path / "build" / "gen.py")]
+
+
+@pytest.mark.parametrize(
+    "pattern, excluded",
+    [
+        ("legacy/", {"legacy/a.py", "legacy/sub/b.py", "src/legacy/c.py"}),
+        ("*_generated.py", {"src/x_generated.py"}),
+        ("/src/legacy", {"src/legacy/c.py"}),
+        ("src/**/deep.py", {"src/deep.py", "src/one/two/deep.py"}),
+        ("src/*.py", {"src/x_generated.py", "src/deep.py", "src/main.py"}),
+        ("tests/test_?.py", {"tests/test_a.py"}),
+    ],
+)
+def test_exclude_globs(tmp_path, pattern, excluded):
+    everything = {"legacy/a.py", "legacy/sub/b.py", "src/legacy/c.py", "src/x_generated.py", "src/deep.py",
+                  "src/one/two/deep.py", "src/main.py", "tests/test_a.py", "tests/test_ab.py"}
+    for name in everything:
+        write(tmp_path / name, "")
+    files, _ = discover([str(tmp_path)], exclude=[pattern], root=str(tmp_path))
+    assert {Path(f).relative_to(tmp_path).as_posix() for f in files} == everything - excluded
+
+
+def test_symlinked_directories_are_followed_once_and_loops_end(tmp_path):
+    write(tmp_path / "real" / "a.py", "")
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    (tmp_path / "real" / "loop").symlink_to(tmp_path, target_is_directory=True)
+    files, notices = discover([str(tmp_path)])
+    assert files == [str(tmp_path / "alias" / "a.py")]  # one file reached twice: checked once
+    assert [(n.path, n.reason) for n in notices] == [
+        (str(tmp_path / "alias" / "loop"), "symbolic link loop; not followed")
+    ]
+
+
+def test_nonexistent_path_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        discover([str(tmp_path / "nope")])
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def test_pep263_cookie_bom_and_utf8(tmp_path):
+    latin = write(tmp_path / "latin.py", "# -*- coding: latin-1 -*-\nname = 'Fabric café'\n".encode("latin-1"))
+    source, notice = read_source(str(latin), 10_000)
+    assert notice is None and source.encoding == "iso-8859-1" and "Fabric café" in source.text
+    bom = write(tmp_path / "bom.py", "\ufeffx = 'fabric ✓'\r\n".encode("utf-8"))
+    source, notice = read_source(str(bom), 10_000)
+    assert notice is None and source.encoding == "utf-8-sig" and source.text == "x = 'fabric ✓'\r\n"
+
+
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"fabric = '\xff\xfe'\n", "cannot decode as utf-8: invalid byte 0xff at offset 10"),
+        (b"\x00\x01fabric\x00", "binary file (contains NUL bytes)"),
+        (b"# coding: klingon\nfabric = 1\n", "cannot decode: unknown encoding: klingon"),
+    ],
+)
+def test_undecodable_sources_give_a_reason(data, reason):
+    source, notice = decode_source("/x.py", data)
+    assert source is None and notice.reason == reason
+
+
+def test_prefilter_keeps_files_that_can_matter():
+    assert mentions_fabric("from lightning import Fabric")
+    assert mentions_fabric("import lightning_fabric")
+    assert mentions_fabric("with torch.device('meta'):")
+    assert mentions_fabric("w.mark_forward_method('m')")
+    assert not mentions_fabric("import numpy as np\nprint(np.zeros(3))\n")
+
+
+def _hostile_tree(root: Path) -> dict[str, str]:
+    """Files that cannot be checked, each with the notice it must produce (path relative to root)."""
+    write(root / "pyproject.toml", "[tool.fabric-lsp]\nmax-file-size = 4096\n")
+    write(root / "clean.py", CLEAN_SOURCE)
+    write(root / "latin1_no_cookie.py", b"fabric = 'caf\xe9'\n")
+    write(root / "binary.py", b"fabric\x00\x00\x01\x02")
+    write(root / "big.py", "# fabric\n" + "x = 1\n" * 2000)
+    (root / "loop.py").symlink_to("loop.py")  # a link to itself
+    (root / "pkg").mkdir()
+    (root / "pkg" / "up").symlink_to("..", target_is_directory=True)  # a directory loop
+    expected = {
+        "latin1_no_cookie.py": "cannot decode as utf-8: invalid byte 0xe9 at offset 13",
+        "binary.py": "binary file (contains NUL bytes)",
+        "big.py": "file is larger than max-file-size (12009 > 4096 bytes)",
+        "loop.py": "cannot read: symbolic link loop",
+        "pkg/up": "symbolic link loop; not followed",
+    }
+    if sys.platform.startswith("linux") and os.path.exists("/proc/self/mem"):
+        # Reading /proc/self/mem at offset 0 fails with EIO: an unreadable file even for root.
+        (root / "unreadable_proc.py").symlink_to("/proc/self/mem")
+        expected["unreadable_proc.py"] = "cannot read: Input/output error"
+    if os.geteuid() != 0:  # root reads files whatever their mode
+        locked = write(root / "locked.py", CLEAN_SOURCE)
+        locked.chmod(0)
+        expected["locked.py"] = "cannot read: permission denied"
+    return expected
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_hostile_files_each_give_one_notice_and_the_run_goes_on(tmp_path, monkeypatch, capsys, jobs):
+    expected = _hostile_tree(tmp_path)
+    code, out, err = run(["check", "--jobs", jobs], tmp_path, monkeypatch, capsys)
+    assert code == 0
+    assert out == "All checks passed!\n"
+    assert sorted(err.splitlines()) == sorted(f"fabric-lsp: notice: {path}: {reason}" for path, reason in expected.items())
+
+
+def test_unreadable_file_for_a_normal_user(tmp_path):
+    """chmod 000 is only unreadable for a user who is not root: run the CLI as `nobody` when we are root."""
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: cannot drop privileges to make chmod 000 bite")
+    tree = Path(os.path.realpath(tmp_path))
+    write(tree / "clean.py", CLEAN_SOURCE)
+    locked = write(tree / "locked.py", CLEAN_SOURCE)
+    locked.chmod(0)
+    argv = [sys.executable, "-m", "fabric_lsp", "check", "."]
+    if os.geteuid() == 0:
+        # Every folder from / down to the tree and the package must be enterable by nobody.
+        for folder in [tree, *tree.parents, SERVER_DIR, *SERVER_DIR.parents]:
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                pytest.skip(f"{folder} is not enterable by other users")
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    env = {**os.environ, "PYTHONPATH": str(SERVER_DIR), "HOME": str(tree)}
+    result = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "All checks passed!\n"
+    assert result.stderr == "fabric-lsp: notice: locked.py: cannot read: permission denied\n"
+
+
+# --- configuration through the command line ------------------------------------------------------
+
+
+def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatch, capsys):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB404"]\nexclude = ["skipme.py"]\nspeed = 3\n')
+    write(tmp_path / "skipme.py", b"fabric\x00")  # excluded: would give a notice if read
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    code, out, err = run(["check"], tmp_path, monkeypatch, capsys)
+    pyproject = tmp_path / "pyproject.toml"
+    assert code == 0 and out == "All checks passed!\n"
+    assert err.splitlines() == [
+        f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003); "
+        "using the default",
+        f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
+        "exclude, extend-records, hints, max-file-size); using the default",
+    ]
+
+
+def test_explicit_config_file_replaces_pyproject(tmp_path, monkeypatch, capsys):
+    write(tmp_path / "pyproject.toml", "[tool.fabric-lsp]\nmax-file-size = 10\n")
+    write(tmp_path / "ci.toml", "max-file-size = 100000\n")
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    code, _, err = run(["check"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "file is larger than max-file-size" in err
+    code, _, err = run(["check", "--config", "ci.toml"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and err == ""
+
+
+# --- parallel checking ----------------------------------------------------------------------------
+
+
+def test_parallel_and_serial_results_agree_and_keep_order(tmp_path):
+    paths = []
+    for index in range(6):
+        paths.append(str(write(tmp_path / f"m{index}.py", CLEAN_SOURCE)))
+    paths.insert(3, str(write(tmp_path / "bin.py", b"fabric\x00")))
+    serial = check_files(paths, Config(), jobs=1)
+    parallel = check_files(paths, Config(), jobs=2)
+    assert [r.path for r in serial] == paths == [r.path for r in parallel]
+    assert serial == parallel
+    assert [r.notice.reason for r in parallel if r.notice] == ["binary file (contains NUL bytes)"]
+
+
+# --- fixes on real files (findings built by hand) ---------------------------------------------------
+
+
+def insert_fix(path: Path, line: int, column: int, text: str, applicability=Applicability.SAFE) -> Fix:
+    return Fix("insert", applicability, (TextEdit(str(path), Position(line, column), Position(line, column), text),))
+
+
+def test_fix_writes_files_keeping_encoding_bom_line_endings_and_mode(tmp_path):
+    crlf = write(tmp_path / "crlf.py", b"model = fabric.setup(model)\r\nout = model.generate(x)\r\n")
+    crlf.chmod(0o751)
+    bom = write(tmp_path / "bom.py", "\ufeffmodel = fabric.setup(model)\n".encode("utf-8"))
+    latin = write(tmp_path / "latin.py", "# coding: latin-1\n# café\nfabric = 1\n".encode("latin-1"))
+    findings = [
+        finding(str(crlf), Severity.ERROR, fix=insert_fix(crlf, 0, 27, '\nmodel.mark_forward_method("generate")')),
+        finding(str(bom), Severity.ERROR, fix=insert_fix(bom, 0, 27, "\nx = 1")),
+        finding(str(latin), Severity.ERROR, fix=insert_fix(latin, 2, 0, "# déjà\n")),
+    ]
+    outcome = fix_findings(findings, unsafe_fixes=False, write=True, max_file_size=10_000, cwd=str(tmp_path))
+    assert (outcome.fixed, outcome.skipped, outcome.failed, outcome.messages) == (3, 0, False, [])
+    assert crlf.read_bytes() == b'model = fabric.setup(model)\r\nmodel.mark_forward_method("generate")\r\nout = model.generate(x)\r\n'
+    assert stat.S_IMODE(crlf.stat().st_mode) == 0o751
+    assert bom.read_bytes() == "\ufeffmodel = fabric.setup(model)\nx = 1\n".encode("utf-8")
+    assert latin.read_bytes() == "# coding: latin-1\n# café\n# déjà\nfabric = 1\n".encode("latin-1")
+    assert sorted(outcome.written) == sorted(map(str, [crlf, bom, latin]))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fabric-lsp-")]  # no temporary left
+
+
+def test_fix_through_a_symlink_writes_the_target(tmp_path):
+    target = write(tmp_path / "real" / "train.py", "a = 1\n")
+    link = tmp_path / "train.py"
+    link.symlink_to(target)
+    outcome = fix_findings([finding(str(link), Severity.ERROR, fix=insert_fix(link, 1, 0, "b = 2\n"))],
+                           unsafe_fixes=False, write=True, max_file_size=10_000, cwd=str(tmp_path))
+    assert outcome.fixed == 1
+    assert link.is_symlink() and target.read_text() == "a = 1\nb = 2\n"
+
+
+def test_unsafe_fixes_need_the_option_and_overlaps_are_skipped(tmp_path):
+    source = write(tmp_path / "t.py", "out = model.generate(x)\n")
+    rename = Fix("unwrap", Applicability.SAFE, (TextEdit(str(source), Position(0, 6), Position(0, 11), "model.module"),))
+    clash = Fix("other", Applicability.SAFE, (TextEdit(str(source), Position(0, 6), Position(0, 20), "z"),))
+    unsafe = insert_fix(source, 0, 0, "# unsafe\n", Applicability.UNSAFE)
+    findings = [finding(str(source), Severity.ERROR, fix=f) for f in (rename, clash, unsafe)]
+
+    dry = fix_findings(findings, unsafe_fixes=False, write=False, max_file_size=10_000, cwd=str(tmp_path))
+    assert (dry.fixed, dry.skipped, dry.written) == (1, 1, [])
+    assert dry.texts == {str(source): "out = model.module.generate(x)\n"}
+    assert source.read_text() == "out = model.generate(x)\n"  # write=False leaves the file alone
+    assert dry.messages == ["fabric-lsp: notice: 1 fix skipped because it overlaps another fix; run again to apply"]
+
+    done = fix_findings(findings, unsafe_fixes=True, write=True, max_file_size=10_000, cwd=str(tmp_path))
+    assert (done.fixed, done.skipped) == (2, 1)
+    assert source.read_text() == "# unsafe\nout = model.module.generate(x)\n"
+
+
+def test_fix_in_a_file_that_cannot_be_read_is_not_applied(tmp_path):
+    good = write(tmp_path / "good.py", "a = 1\n")
+    binary = write(tmp_path / "models.py", b"\x00\x00")
+    both = Fix("two files", Applicability.SAFE, (
+        TextEdit(str(good), Position(0, 0), Position(0, 0), "# x\n"),
+        TextEdit(str(binary), Position(0, 0), Position(0, 0), "# y\n"),
+    ))
+    outcome = fix_findings([finding(str(good), Severity.ERROR, fix=both)], unsafe_fixes=False, write=True,
+                           max_file_size=10_000, cwd=str(tmp_path))
+    assert outcome.fixed == 0 and outcome.written == []
+    assert good.read_text() == "a = 1\n"
+    assert outcome.messages == [
+        "fabric-lsp: notice: models.py: binary file (contains NUL bytes)",
+        f"fabric-lsp: notice: good.py:1:1: FAB001 fix not applied: cannot read {binary}",
+    ]
+
+
+def test_fix_that_the_files_encoding_cannot_hold_fails_cleanly(tmp_path):
+    latin = write(tmp_path / "latin.py", "# coding: latin-1\nx = 1\n".encode("latin-1"))
+    outcome = fix_findings([finding(str(latin), Severity.ERROR, fix=insert_fix(latin, 1, 0, "# 😀\n"))],
+                           unsafe_fixes=False, write=True, max_file_size=10_000, cwd=str(tmp_path))
+    assert outcome.failed and outcome.fixed == 0 and outcome.written == []
+    assert outcome.messages[0].startswith("fabric-lsp: error: latin.py: cannot write the fix:")
+    assert latin.read_bytes() == "# coding: latin-1\nx = 1\n".encode("latin-1")
+
+
+def test_fix_and_diff_with_nothing_to_fix(tmp_path, monkeypatch, capsys):
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    assert run(["check", "--diff"], tmp_path, monkeypatch, capsys) == (0, "", "No errors would be fixed.\n")
+    assert run(["check", "--fix"], tmp_path, monkeypatch, capsys) == (0, "All checks passed!\n", "")
+
+
+# --- explain and rules ------------------------------------------------------------------------------
+
+
+def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
+    code, out, _ = run(["rules"], tmp_path, monkeypatch, capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
+    code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
+    assert code == 0
+    assert json.loads(out) == [
+        {"code": r.code, "name": r.name, "record": r.record_id, "summary": r.summary,
+         "url": default_records().by_id(r.record_id).github_url}
+        for r in RULES
+    ]
+
+
+@pytest.mark.parametrize("query", ["FAB001", "fab001", "unmarked-forward-method", "af391673c4dd180e"])
+def test_explain_by_code_name_or_record(tmp_path, monkeypatch, capsys, query):
+    code, out, err = run(["explain", query], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert out.startswith("FAB001 unmarked-forward-method\n")
+    assert "mark_forward_method" in out
+    assert default_records().by_id("af391673c4dd180e").github_url in out
+
+
+def test_explain_a_pasted_runtime_error_fills_in_its_names(tmp_path, monkeypatch, capsys):
+    message = (
+        "RuntimeError: You are calling the method `CharLM.generate()` from outside the model. To avoid issues "
+        "with the currently selected strategy, explicitly mark it as a forward method with "
+        "`fabric_model.mark_forward_method('generate')` after `fabric.setup()`."
+    )
+    code, out, _ = run(["explain", *message.split()], tmp_path, monkeypatch, capsys)  # unquoted words work
+    assert code == 0
+    assert out.startswith("FAB001 unmarked-forward-method\n")
+    assert "`CharLM.generate()`" in out
+    # From stdin, as Markdown.
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("Traceback ...\nTypeError: Expected a method or a string, but got: function\n"))
+    code, out, _ = run(["explain", "-", "--format", "markdown"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.startswith("### FAB003 mark-forward-method-bound\n")
+
+
+def test_explain_unknown_exits_2(tmp_path, monkeypatch, capsys):
+    code, out, err = run(["explain", "FAB999"], tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert "no rule or record matches 'FAB999'" in err
+
+
+# --- end to end on the labelled fixture cases (needs the engine) --------------------------------------
+
+
+def _case(name: str):
+    return next(case for case in discover_cases(CASES_DIR) if case.name == name)
+
+
+def _label_column(path: Path, line: int, word: str) -> int:
+    return path.read_text(encoding="utf-8").splitlines()[line - 1].index(word) + 1
+
+
+def test_check_reports_exactly_the_labels_of_every_case():
+    """Needs the engine. One run over fixtures/cases (parallel: many files): findings == labels."""
+    result = run_process(["check", "--format", "json", "--hints", "--exit-zero", "."], CASES_DIR)
+    assert result.returncode == 0, result.stderr
+    reported = json.loads(result.stdout)
+    keys = [(Path(item["filename"]).relative_to(CASES_DIR).as_posix(), item["location"]["row"],
+             item["location"]["column"], item["code"]) for item in reported]
+    assert keys == sorted(keys)  # stable order: path, row, column, code
+    expected = set()
+    for case in discover_cases(CASES_DIR):
+        for label in case.labels:
+            file = case.path if case.path.is_file() else case.path / label.file
+            expected.add((file.relative_to(CASES_DIR).as_posix(), label.line, label.code, label.severity))
+    got = {(Path(i["filename"]).relative_to(CASES_DIR).as_posix(), i["location"]["row"], i["code"], i["severity"])
+           for i in reported}
+    assert got == expected
+
+
+def test_text_output_and_exit_status_on_a_case(tmp_path, monkeypatch, capsys):
+    """Needs the engine."""
+    case = _case("fab001_generate_ddp_literal")
+    label = case.labels[0]
+    copy = Path(shutil.copy(case.path, tmp_path / case.path.name))
+    column = _label_column(copy, label.line, "generate")
+    code, out, _ = run(["check", copy.name], tmp_path, monkeypatch, capsys)
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"{copy.name}:{label.line}:{column}: FAB001 ")
+    assert " error: " in first
+    assert out.endswith("\n\nFound 1 error (1 fixable).\n") or out.endswith("\n\nFound 1 error.\n1 hidden fix can be enabled with the `--unsafe-fixes` option.\n")
+    assert run(["check", "--exit-zero", copy.name], tmp_path, monkeypatch, capsys)[0] == 0
+    assert run(["check", "--ignore", "FAB001", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
+    assert run(["check", "--select", "FAB002,FAB003", copy.name], tmp_path, monkeypatch, capsys)[0] == 0
+    code, out, _ = run(["check", "--format", "github", copy.name], tmp_path, monkeypatch, capsys)
+    assert code == 1
+    assert out.startswith(f"::error file={copy.name},line={label.line},col={column},")
+
+
+def test_noqa_silences_a_case(tmp_path, monkeypatch, capsys):
+    """Needs the engine (the engine applies noqa; the CLI must not undo it)."""
+    case = _case("fab001_generate_ddp_literal")
+    label = case.labels[0]
+    lines = case.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[label.line - 1] = lines[label.line - 1].rstrip("\n") + "  # noqa: FAB001\n"
+    copy = write(tmp_path / "case.py", "".join(lines))
+    assert run(["check", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
+    assert run(["check", "--hints", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
+
+
+def test_diff_then_fix_then_clean_on_a_case(tmp_path, monkeypatch, capsys):
+    """Needs the engine. --diff shows and exits 1 without writing; --fix writes and re-checks."""
+    case = _case("fab001_generate_ddp_literal")
+    copy = Path(shutil.copy(case.path, tmp_path / case.path.name))
+    original = copy.read_text(encoding="utf-8")
+    code, out, err = run(["check", "--diff", "--unsafe-fixes", copy.name], tmp_path, monkeypatch, capsys)
+    assert code == 1
+    assert out.startswith(f"--- a/{copy.name}\n+++ b/{copy.name}\n@@")
+    assert err == "Would fix 1 error.\n"
+    assert copy.read_text(encoding="utf-8") == original
+    code, out, err = run(["check", "--fix", "--unsafe-fixes", copy.name], tmp_path, monkeypatch, capsys)
+    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert copy.read_text(encoding="utf-8") != original
+    assert run(["check", "--diff", "--unsafe-fixes", copy.name], tmp_path, monkeypatch, capsys)[0] == 0
+    assert run(["check", "--hints", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
+
+
+def test_hostile_files_leave_other_findings_intact(tmp_path, monkeypatch, capsys):
+    """Needs the engine."""
+    expected = _hostile_tree(tmp_path)
+    case = _case("fab001_generate_ddp_literal")
+    shutil.copy(case.path, tmp_path / "case.py")
+    code, out, err = run(["check", "--format", "json"], tmp_path, monkeypatch, capsys)
+    assert code == 1
+    assert [(Path(i["filename"]).name, i["code"], i["location"]["row"]) for i in json.loads(out)] == [
+        ("case.py", "FAB001", case.labels[0].line)
+    ]
+    assert len(err.splitlines()) == len(expected)

@@ -1,0 +1,208 @@
+"""`[tool.fabric-lsp]` loading: discovery, every key, every kind of bad value, overrides."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import fabric_lsp.config as config_module
+from fabric_lsp.config import ALL_CODES, DEFAULT_MAX_FILE_SIZE, Config, find_pyproject, load_config
+from fabric_lsp.findings import Severity
+
+DEFAULT = Config()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def test_no_pyproject_gives_the_defaults(tmp_path):
+    config, problems = load_config(tmp_path)
+    assert problems == []
+    assert config == DEFAULT
+    assert config.select == frozenset(ALL_CODES) and config.hints is False
+    assert config.max_file_size == DEFAULT_MAX_FILE_SIZE == 2 * 1024 * 1024
+
+
+def test_every_key_is_read(tmp_path):
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    python.write_text("")
+    (tmp_path / "kb").mkdir()
+    write(
+        tmp_path / "pyproject.toml",
+        """
+        [project]
+        name = "demo"
+
+        [tool.fabric-lsp]
+        select = ["FAB001", "fab002"]
+        ignore = ["FAB002"]
+        python = "venv/bin/python"
+        exclude = ["legacy/", "*_generated.py"]
+        extend-records = ["kb"]
+        hints = true
+        max-file-size = 4096
+
+        [tool.fabric-lsp.severity]
+        FAB001 = "warning"
+        fab003 = "Information"
+        """,
+    )
+    (tmp_path / "src").mkdir()
+    config, problems = load_config(tmp_path / "src")
+    assert problems == []
+    assert config.select == {"FAB001", "FAB002"}
+    assert config.ignore == {"FAB002"}
+    assert config.enabled("FAB001") and not config.enabled("FAB002") and not config.enabled("FAB003")
+    assert config.severity == {"FAB001": Severity.WARNING, "FAB003": Severity.INFORMATION}
+    assert config.python == str(python)  # relative to the pyproject's directory, not to the start
+    assert config.exclude == ("legacy/", "*_generated.py")
+    assert config.extend_records == (str(tmp_path / "kb"),)
+    assert config.hints is True
+    assert config.max_file_size == 4096
+    assert config.root == str(tmp_path)
+
+
+def test_selectors_accept_prefixes_and_all(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB00"]\nignore = ["ALL"]\n')
+    config, problems = load_config(tmp_path)
+    assert problems == []
+    assert config.select == set(ALL_CODES) and config.ignore == set(ALL_CODES)
+
+
+def test_nearest_pyproject_with_the_table_wins(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB003"]\n')
+    write(tmp_path / "pkg" / "pyproject.toml", '[project]\nname = "pkg"\n')  # no table: does not stop the search
+    write(tmp_path / "pkg" / "sub" / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB002"]\n')
+    (tmp_path / "pkg" / "sub" / "deep").mkdir()
+    file_in_pkg = write(tmp_path / "pkg" / "train.py", "")
+    assert find_pyproject(file_in_pkg) == tmp_path / "pyproject.toml"
+    assert load_config(file_in_pkg)[0].select == {"FAB003"}
+    assert load_config(tmp_path / "pkg" / "sub" / "deep")[0].select == {"FAB002"}
+
+
+def test_explicit_config_file(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB003"]\n')
+    dedicated = write(tmp_path / "ci" / "fabric-lsp.toml", 'select = ["FAB001"]\nhints = true\n')
+    config, problems = load_config(tmp_path, config_file=dedicated)
+    assert problems == []
+    assert config.select == {"FAB001"} and config.hints is True and config.root == str(tmp_path / "ci")
+
+
+def test_overrides_beat_the_file_and_none_means_not_set(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB003"]\nhints = true\nmax-file-size = 10\n')
+    config, problems = load_config(tmp_path, {"select": ["FAB001"], "hints": None, "max_file_size": 20})
+    assert problems == []
+    assert config.select == {"FAB001"}
+    assert config.hints is True  # None did not override the file
+    assert config.max_file_size == 20  # underscore spelling accepted (editor settings)
+
+
+def test_bad_override_keeps_the_files_value(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB003"]\n')
+    config, problems = load_config(tmp_path, {"select": ["NOPE"]}, overrides_source="settings")
+    assert config.select == {"FAB003"}
+    assert problems == [
+        "fabric-lsp: config: settings: select: unknown rule code 'NOPE' (known: FAB001, FAB002, FAB003); not overriding"
+    ]
+
+
+@pytest.mark.parametrize(
+    "line, key, problem",
+    [
+        ('select = ["FAB001", "FAB999"]', "select", "unknown rule code 'FAB999' (known: FAB001, FAB002, FAB003)"),
+        ('select = "FAB001"', "select", "expected a list of rule codes, got string 'FAB001'"),
+        ("ignore = [1]", "ignore", "expected a list of rule codes, found integer 1"),
+        ('severity = "error"', "severity", "expected a table of code = severity, got string 'error'"),
+        ('severity = {FAB009 = "error"}', "severity", "unknown rule code 'FAB009' (known: FAB001, FAB002, FAB003)"),
+        ('severity = {FAB001 = "fatal"}', "severity", "FAB001: expected one of error, warning, information, hint, got 'fatal'"),
+        ("python = 3", "python", "expected a path to a Python interpreter, got integer 3"),
+        ('exclude = "build"', "exclude", "expected a list of strings, got string 'build'"),
+        ('extend-records = ["missing-dir"]', "extend-records", "'missing-dir' is not a directory"),
+        ('hints = "yes"', "hints", "expected true or false, got string 'yes'"),
+        ("max-file-size = -1", "max-file-size", "expected a positive number of bytes, got integer -1"),
+        ("max-file-size = true", "max-file-size", "expected a positive number of bytes, got boolean True"),
+        ("colour = true", "colour", "unknown key (known keys: select, ignore, severity, python, exclude, "
+         "extend-records, hints, max-file-size)"),
+    ],
+)
+def test_each_bad_value_is_reported_and_defaulted(tmp_path, line, key, problem):
+    # A good key beside the bad one must survive: only the bad key falls back.
+    pyproject = write(tmp_path / "pyproject.toml", f"[tool.fabric-lsp]\nmax-file-size = 1234\n{line}\n")
+    if key == "max-file-size":
+        pyproject.write_text(f"[tool.fabric-lsp]\nhints = true\n{line}\n")
+    config, problems = load_config(tmp_path)
+    assert problems == [f"fabric-lsp: config: {pyproject}: {key}: {problem}; using the default"]
+    field = {"extend-records": "extend_records", "max-file-size": "max_file_size"}.get(key, key)
+    if hasattr(DEFAULT, field):
+        assert getattr(config, field) == getattr(DEFAULT, field)
+    if key == "max-file-size":
+        assert config.hints is True
+    else:
+        assert config.max_file_size == 1234
+
+
+def test_missing_interpreter_is_reported(tmp_path):
+    pyproject = write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\npython = ".venv/bin/python"\n')
+    config, problems = load_config(tmp_path)
+    assert config.python is None
+    assert problems == [
+        f"fabric-lsp: config: {pyproject}: python: no interpreter at {tmp_path / '.venv/bin/python'}; using the default"
+    ]
+
+
+def test_interpreter_symlink_is_not_resolved(tmp_path):
+    # A venv's bin/python is a link to the base interpreter; resolving it would lose the venv.
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    link = tmp_path / ".venv" / "bin" / "python"
+    link.symlink_to(sys.executable)
+    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\npython = ".venv/bin/python"\n')
+    assert load_config(tmp_path)[0].python == str(link)
+
+
+def test_bad_toml_is_reported_and_everything_defaulted(tmp_path):
+    pyproject = write(tmp_path / "pyproject.toml", "[tool.fabric-lsp]\nselect = [\"FAB001\"\nhints = true\n")
+    config, problems = load_config(tmp_path)
+    assert config == Config(root=str(tmp_path))
+    assert len(problems) == 1
+    assert problems[0].startswith(f"fabric-lsp: config: {pyproject}: (file): invalid TOML: ")
+    assert problems[0].endswith("; using the default")
+
+
+def test_table_of_wrong_type(tmp_path):
+    pyproject = write(tmp_path / "pyproject.toml", '[tool]\nfabric-lsp = "on"\n')
+    config, problems = load_config(tmp_path)
+    assert config.select == DEFAULT.select
+    assert problems == [f"fabric-lsp: config: {pyproject}: tool.fabric-lsp: expected a table, got string 'on'; using the default"]
+
+
+def test_without_a_toml_parser_the_file_is_skipped_with_a_notice(tmp_path, monkeypatch):
+    # Python 3.10 has no tomllib; without tomli the settings are skipped, not a crash.
+    pyproject = write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB001"]\n')
+    monkeypatch.setattr(config_module, "_toml", None)
+    config, problems = load_config(tmp_path)
+    assert config.select == DEFAULT.select
+    assert problems == [
+        f"fabric-lsp: config: {pyproject}: (file): reading TOML needs Python 3.11+ or the tomli package; using the default"
+    ]
+
+
+def test_unreadable_pyproject_does_not_raise(tmp_path):
+    # A directory named pyproject.toml cannot be read as a file: ignored during discovery.
+    (tmp_path / "pyproject.toml").mkdir()
+    assert load_config(tmp_path) == (DEFAULT, [])
+
+
+def test_relative_override_paths_are_relative_to_start(tmp_path):
+    (tmp_path / "envs").mkdir()
+    python = tmp_path / "envs" / "py"
+    python.write_text("")
+    config, problems = load_config(tmp_path, {"python": os.path.join("envs", "py")})
+    assert problems == [] and config.python == str(python)
