@@ -145,6 +145,9 @@ def test_traceback_parser_reads_rank_prefixed_and_chained_tracebacks():
         [rank0]:   File "/tmp/a/main.py", line 7, in <module>
         [rank0]:     out = model.generate(x)
         [rank0]:           ^^^^^^^^^^^^^^^^^
+        [rank1]: Traceback (most recent call last):
+        [rank1]:   File "/tmp/a/main.py", line 9, in <module>
+        [rank1]: ValueError: rank 1 fails elsewhere
         [rank0]:   File "/venv/lightning/fabric/wrappers.py", line 219, in _wrapped_method
         [rank0]:     raise RuntimeError(
         [rank0]: RuntimeError: You are calling the method `Net.generate()` from outside the model.

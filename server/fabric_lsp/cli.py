@@ -32,7 +32,7 @@ from fabric_lsp.config import Config, expand_codes, load_config
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
-from fabric_lsp.walk import Notice, SourceFile, discover, display_path, mentions_fabric, read_source
+from fabric_lsp.walk import DecodedFile, Notice, discover, display_path, read_source
 
 PROG = "fabric-lsp"
 # Below this many files, starting worker processes (each importing jedi) costs more than it saves.
@@ -64,9 +64,7 @@ def check_file(path: str, config: Config) -> FileResult:
     source, notice = read_source(path, config.max_file_size)
     if source is None:
         return FileResult(path, notice=notice)
-    if not mentions_fabric(source.text):
-        return FileResult(path)
-    try:
+    try:  # check_source skips files without its trigger words before parsing
         from fabric_lsp.engine import check_source
 
         findings = check_source(path, source.text, config)
@@ -198,10 +196,11 @@ def _write(path: str, text: str, encoding: str) -> None:
 
 @dataclass
 class FixOutcome:
-    originals: dict[str, SourceFile] = field(default_factory=dict)  # files the fixes touch, as read
+    originals: dict[str, DecodedFile] = field(default_factory=dict)  # files the fixes touch, as read
     texts: dict[str, str] = field(default_factory=dict)  # new text of each file that changes
     written: list[str] = field(default_factory=list)  # files actually written
     fixed: int = 0  # findings whose fix was applied
+    fixed_findings: list[Finding] = field(default_factory=list)
     skipped: int = 0  # fixes left out because they overlap an earlier one
     messages: list[str] = field(default_factory=list)  # notices and errors for stderr
     failed: bool = False  # a file could not be written
@@ -240,6 +239,7 @@ def fix_findings(
     outcome.texts = result.texts
     applied = [selected[i] for i in result.applied]
     if not write:
+        outcome.fixed_findings = applied
         outcome.fixed = len(applied)
         return outcome
     for path in sorted(result.texts):
@@ -250,9 +250,10 @@ def fix_findings(
             outcome.messages.append(f"{PROG}: error: {display_path(path, cwd)}: cannot write the fix: {error}")
             outcome.failed = True
     written = set(outcome.written)
-    outcome.fixed = sum(
-        1 for f in applied if all(e.path in written or e.path not in result.texts for e in f.fix.edits)
-    )
+    outcome.fixed_findings = [
+        f for f in applied if all(e.path in written or e.path not in result.texts for e in f.fix.edits)
+    ]
+    outcome.fixed = len(outcome.fixed_findings)
     return outcome
 
 
@@ -312,8 +313,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             n_written = len(outcome.written)
             _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
                  f"in {n_written} file{'s' if n_written != 1 else ''}")
-        checked = set(files)
-        rechecked = [p for p in outcome.written if p in checked]
+        # A fix may edit another file than its finding's (a class in a module), so re-check the
+        # files whose findings were fixed as well as the files written.
+        touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
+        rechecked = sorted(touched & set(files))
         if rechecked:
             fresh = {r.path: r for r in check_files(rechecked, config, args.jobs)}
             for result in fresh.values():

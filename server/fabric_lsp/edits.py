@@ -72,7 +72,7 @@ class _Placed:
     def key(self) -> tuple[str, int, int, str]:
         return (self.path, self.start, self.end, self.new_text)
 
-    def conflicts(self, other: "_Placed") -> bool:
+    def conflicts(self, other: _Placed) -> bool:
         if self.path != other.path or self.key == other.key:
             return False
         a, b = self, other

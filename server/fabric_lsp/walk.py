@@ -21,10 +21,6 @@ SKIP_DIRS = frozenset(
 )
 PYTHON_SUFFIXES = (".py",)
 
-# A file with none of these words cannot contain a Fabric setup, a meta-device context or a
-# mark_forward_method call; skipping it before parsing keeps large trees cheap.
-_RELEVANT = re.compile(r"[Ff]abric|meta|mark_forward_method")
-
 
 @dataclass(frozen=True)
 class Notice:
@@ -40,7 +36,7 @@ class Notice:
 
 
 @dataclass(frozen=True)
-class SourceFile:
+class DecodedFile:
     path: str  # absolute, as given (symlinks not resolved)
     text: str  # decoded, line endings untouched
     encoding: str  # codec to write it back with ("utf-8-sig" keeps a BOM)
@@ -211,7 +207,7 @@ def _os_reason(error: OSError) -> str:
     return f"cannot read: {error.strerror or error}"
 
 
-def read_source(path: str, max_size: int) -> tuple[SourceFile | None, Notice | None]:
+def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | None]:
     """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8)."""
     try:
         with open(path, "rb") as handle:
@@ -228,7 +224,7 @@ def read_source(path: str, max_size: int) -> tuple[SourceFile | None, Notice | N
     return decode_source(path, data)
 
 
-def decode_source(path: str, data: bytes) -> tuple[SourceFile | None, Notice | None]:
+def decode_source(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | None]:
     if b"\0" in data:
         return None, Notice(path, "binary file (contains NUL bytes)")
     try:
@@ -249,12 +245,7 @@ def decode_source(path: str, data: bytes) -> tuple[SourceFile | None, Notice | N
             path, f"cannot decode as {encoding}: invalid byte 0x{data[error.start]:02x} at offset {error.start}"
         )
     # detect_encoding names a BOM "utf-8-sig" and decoding drops it; writing back restores it.
-    return SourceFile(path=path, text=text, encoding=encoding), None
-
-
-def mentions_fabric(text: str) -> bool:
-    """Cheap pre-filter: could this file produce a finding at all?"""
-    return _RELEVANT.search(text) is not None
+    return DecodedFile(path=path, text=text, encoding=encoding), None
 
 
 def display_path(path: str, cwd: str | None = None) -> str:

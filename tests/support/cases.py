@@ -92,7 +92,7 @@ _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
 _FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
 _EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
-_PORT_IN_USE_RE = re.compile(r"EADDRINUSE|Address already in use")
+_PORT_IN_USE_RE = re.compile(r"EADDRINUSE|address already in use", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass
 from fabric_lsp.analysis.fabric import FabricAnalyzer, FabricObject, Scope, assignments, target_key
+from fabric_lsp.analysis.imports import normalize_torch_name
 from fabric_lsp.analysis.modules import ModuleAnalyzer, OwnedTensor, _constructor_calls
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import library_module_facts
@@ -59,8 +60,21 @@ class MetaAnalyzer:
         self.source = fabric.source
         self.imports = fabric.imports
 
+    def patched_classes(self) -> set[str]:
+        """Classes given a reset_parameters by assignment in this file, e.g. Lightning's demo's
+        `nn.MultiheadAttention.reset_parameters = nn.MultiheadAttention._reset_parameters`."""
+        patched: set[str] = set()
+        for scope in self.fabric.scopes:
+            for statement in scope.statements():
+                for target, _ in assignments(statement):
+                    if isinstance(target, ast.Attribute) and target.attr == "reset_parameters":
+                        qualified = self.imports.qualify(target.value)
+                        patched.add(normalize_torch_name(qualified) if qualified else self.source.segment(target.value))
+        return patched
+
     def analyze(self) -> list[MetaModelFact]:
         facts: list[MetaModelFact] = []
+        patched = self.patched_classes()
         for scope in self.fabric.scopes:
             for statement in scope.statements():
                 if not isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -76,7 +90,11 @@ class MetaAnalyzer:
                     if materialization is None:
                         continue
                     fact = MetaModelFact(context, call, scope, materialization)
-                    fact.offenders = self.offenders(cls, call, self.source)
+                    fact.offenders = [
+                        offender
+                        for offender in self.offenders(cls, call, self.source)
+                        if getattr(offender.cls, "qualified", offender.name) not in patched
+                    ]
                     if fact.offenders:
                         facts.append(fact)
         return facts

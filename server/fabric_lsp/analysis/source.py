@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from fabric_lsp.findings import Position, Span
+from fabric_lsp.walk import read_source
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(eq=False)
@@ -31,12 +36,13 @@ class SourceFile:
 
     @cached_property
     def lines(self) -> list[str]:
-        return self.text.splitlines(keepends=True) or [""]
+        # Only the line breaks the tokenizer knows: str.splitlines() also breaks at \f, \x1c, U+2028...
+        return _LINE_BREAK.split(self.text) if self.text else [""]
 
     def line(self, lineno: int) -> str:
         """1-based line text without its line break ('' past the end)."""
         if 1 <= lineno <= len(self.lines):
-            return self.lines[lineno - 1].rstrip("\r\n")
+            return self.lines[lineno - 1]
         return ""
 
     def char_col(self, lineno: int, byte_col: int) -> int:
@@ -80,6 +86,7 @@ class SourceFile:
         return line[: len(line) - len(line.lstrip(" \t"))]
 
 
+MAX_IMPORTED_FILE_SIZE = 4 * 1024 * 1024
 _parse_lock = threading.Lock()
 _parsed_files: dict[str, tuple[float, int, SourceFile]] = {}
 
@@ -95,15 +102,10 @@ def parse_file(path: str) -> SourceFile | None:
         cached = _parsed_files.get(path)
         if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
             return cached[2]
-    if stat.st_size > 4 * 1024 * 1024:
-        return None
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    source = SourceFile.parse(path, text)
+    decoded, _ = read_source(path, MAX_IMPORTED_FILE_SIZE)
+    if decoded is None:
+        return None  # unreadable, binary, undecodable or huge: such a module tells us nothing
+    source = SourceFile.parse(path, decoded.text)
     with _parse_lock:
         _parsed_files[path] = (stat.st_mtime, stat.st_size, source)
     return source

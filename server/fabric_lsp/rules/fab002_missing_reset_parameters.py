@@ -207,6 +207,7 @@ with torch.device("meta"):
 _materialize_meta_tensors(model, "cpu")
 ''',
     '''
+import torch
 import torch.nn as nn
 from lightning.fabric import Fabric
 
