@@ -14,7 +14,7 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     The modes of the README table that say something about this case: ``"plain"`` when it has no
     labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
 
-``run_case(case, extra_env) -> RunResult``
+``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
     Copies the case to a temporary directory and runs its entry there with the current interpreter,
     ``CUDA_VISIBLE_DEVICES=""``, a clean distributed environment (no inherited ``MASTER_PORT``,
     ``LT_*``, ``RANK``...; Lightning picks a free port per run) plus ``extra_env`` (``MODE_ENV[mode]``),
@@ -36,13 +36,15 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
     may. Any other failure, or a rule exception at an unlabelled line, is a problem.
 
-``MODES``, ``MODE_ENV``, ``RULE_EXCEPTIONS`` (code -> exception class name and message regex) and
-``parse_traceback(stderr)`` are public too.
+``MODES``, ``MODE_ENV``, ``RULE_EXCEPTIONS`` (code -> exception class name and message regex),
+``rule_of(exc_class, exc_message)`` (-> (code, match) or None), ``label_class(case, label)`` (the class a
+FAB002 label names) and ``parse_traceback(stderr)`` are public too.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import re
@@ -353,7 +355,7 @@ def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
         step = _run_once(case, sources, extra_env, timeout, fixed)
         if step.returncode == 0 or not _PORT_IN_USE_RE.search(step.stderr):
             break
-    return RunStep(**{**step.__dict__, "port_retries": attempt})
+    return dataclasses.replace(step, port_retries=attempt)
 
 
 def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) -> RunStep:
@@ -409,7 +411,7 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
         fixed=fixed,
     )
     rule, hit = _labels_hit(case, step)
-    return RunStep(**{**step.__dict__, "rule": rule, "hit": hit})
+    return dataclasses.replace(step, rule=rule, hit=hit)
 
 
 def _innermost_case_frame(frames, workdir: Path, files) -> tuple[str, int] | None:

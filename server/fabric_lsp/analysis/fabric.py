@@ -181,8 +181,16 @@ class FabricAnalyzer:
         self._collect_class_attribute_fabrics()
 
     # -- Fabric objects -------------------------------------------------------------------------
-    def strategy_of(self, call: ast.Call) -> Strategy:
+    def strategy_of(self, call: ast.Call, scope: Scope | None = None) -> Strategy:
         keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+        if scope is not None:
+            # `strategy = FSDPStrategy(...)` then `Fabric(strategy=strategy)`: follow simple local names.
+            for name in ("strategy", "devices", "num_nodes", "accelerator"):
+                value = keywords.get(name)
+                if isinstance(value, ast.Name):
+                    found = _last_assignment_statement(scope, value.id, _position(call))
+                    if found is not None and isinstance(found[1], (ast.Constant, ast.Call, ast.List, ast.Tuple)):
+                        keywords[name] = found[1]
         if None in keywords:  # Fabric(**config)
             return Strategy(UNKNOWN, "a configuration passed as **kwargs", None)
         strategy = keywords.get("strategy")
@@ -191,6 +199,8 @@ class FabricAnalyzer:
         accelerator = keywords.get("accelerator")
 
         def text(node: ast.AST) -> str:
+            if isinstance(node, ast.Call):
+                return f"{self.source.segment(node.func)}(...)"
             return self.source.segment(node)
 
         named: str | None = None
@@ -260,7 +270,7 @@ class FabricAnalyzer:
         if isinstance(expr, ast.Call):
             cls = self.resolver.resolve(self.source, expr.func)
             if cls is not None and self.resolver.is_fabric(cls):
-                return FabricObject(self.strategy_of(expr), self.source.span(expr))
+                return FabricObject(self.strategy_of(expr, scope), self.source.span(expr))
             if isinstance(expr.func, ast.Name):
                 return self._function_returns_fabric(expr.func.id, depth)
             return None

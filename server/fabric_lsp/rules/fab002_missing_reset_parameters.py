@@ -14,7 +14,7 @@ from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
 from fabric_lsp.analysis.meta import INIT_MODULE, META_DEVICE, MetaModelFact, Offender
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id
-from fabric_lsp.rules.reset_parameters_codegen import generate_reset_parameters
+from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_reset_parameters
 
 CODE = "FAB002"
 NAME = "missing-reset-parameters"
@@ -90,6 +90,12 @@ def _add_method_fix(facts: FileFacts, cls: ClassInfo, offender: Offender) -> Fix
         torch_name = "torch"
         edits.append(_import_torch_edit(cls))
     generated = generate_reset_parameters(cls, offender.owned, torch_name)
+    for line, name in generated.stores:
+        indentation = cls.source.indentation(line)
+        at = Position(line - 1, 0)
+        edits.append(
+            TextEdit(cls.path, at, at, f"{indentation}self.{STORED_PREFIX}{name} = {name}  # used by reset_parameters\n")
+        )
     last = cls.node.body[-1]
     end_line = last.end_lineno or last.lineno
     at = Position(end_line - 1, len(cls.source.line(end_line)))

@@ -24,11 +24,17 @@ _IN_PLACE_FACTORIES = {"zeros": "{t}.zero_()", "ones": "{t}.fill_(1.0)", "randn"
 _SCALAR_OPS = {ast.Mult: "mul_", ast.Add: "add_", ast.Sub: "sub_", ast.Div: "div_"}
 
 
+STORED_PREFIX = "_init_"
+
+
 @dataclass(frozen=True)
 class GeneratedMethod:
     text: str  # the method, indented for the class body, starting with a blank line
     exact: bool  # reproduces the constructor's tensors exactly
     notes: tuple[str, ...]  # what could not be reproduced
+    # Constructor arguments reset_parameters needs but __init__ does not keep: (line before which
+    # `self._init_<name> = <name>` is inserted, name). The value at that point of __init__ is the one used.
+    stores: tuple[tuple[int, str], ...] = ()
 
 
 class _Rebuilder:
@@ -41,6 +47,8 @@ class _Rebuilder:
         self.parameters = set()
         self.stored: dict[str, str] = {}  # constructor parameter -> attribute that keeps it
         self.locals: dict[str, ast.expr] = {}
+        self.to_store: dict[str, int] = {}  # parameter -> line of its first use
+        self.current_line = 0  # line of the statement being rebuilt
         if init is not None:
             arguments = init.args
             self.parameters = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
@@ -83,6 +91,9 @@ class _Rebuilder:
                 continue
             if name in self.parameters and name in self.stored:
                 replacements.append((node, _self_attr(self.stored[name])))
+            elif name in self.parameters and name != self.self_name:
+                self.to_store.setdefault(name, self.current_line)
+                replacements.append((node, _self_attr(STORED_PREFIX + name)))
             elif name in self.locals and name not in self.parameters:
                 inner = self.rebuild(self.locals[name], depth + 1)
                 if inner is None:
@@ -126,6 +137,7 @@ def generate_reset_parameters(cls: ClassInfo, owned: tuple[OwnedTensor, ...], to
     if not body:
         body = ["pass  # TODO: re-initialise the tensors this module owns"]
         exact = False
+    stores = tuple(sorted((line, name) for name, line in rebuilder.to_store.items()))
     class_indent = cls.source.indentation(cls.node.body[0].lineno) if cls.node.body else indent_unit
     method_indent = class_indent + indent_unit
     block_indent = method_indent + indent_unit
@@ -137,7 +149,7 @@ def generate_reset_parameters(cls: ClassInfo, owned: tuple[OwnedTensor, ...], to
         f"{method_indent}with {torch_name}.no_grad():",
         *[f"{block_indent}{line}" for line in body],
     ]
-    return GeneratedMethod("\n".join(lines), exact, tuple(notes))
+    return GeneratedMethod("\n".join(lines), exact, tuple(notes), stores)
 
 
 def _reinit(rebuilder: _Rebuilder, tensor: OwnedTensor, target: str, torch_name: str) -> tuple[list[str], bool, str | None]:
@@ -153,8 +165,9 @@ def _reinit(rebuilder: _Rebuilder, tensor: OwnedTensor, target: str, torch_name:
         lines.append(f"# TODO: {target} is created without a visible value; re-initialise it here")
         exact = False
     else:
-        rebuilt = rebuilder.rebuild(value)
         in_place = _in_place(rebuilder, value, target, torch_name)
+        rebuilder.current_line = tensor.statement.lineno
+        rebuilt = rebuilder.rebuild(value) if in_place is None else None
         if in_place is not None:
             lines.extend(in_place[0])
             exact = in_place[1]
@@ -170,6 +183,7 @@ def _reinit(rebuilder: _Rebuilder, tensor: OwnedTensor, target: str, torch_name:
             exact = False
             note = f"`{text}` depends on constructor arguments that are not stored on the module"
     for call in tensor.init_calls:
+        rebuilder.current_line = call.lineno
         rebuilt = rebuilder.rebuild(call)
         if rebuilt is None:
             lines.append(f"# TODO: __init__ also calls {source.segment(call)}")
