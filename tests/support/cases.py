@@ -94,6 +94,7 @@ _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
 _FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
 _EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
+_ABORT_AT_EXIT_RE = re.compile(r"terminate called without an active exception")
 _PORT_IN_USE_RE = re.compile(r"EADDRINUSE|address already in use", re.IGNORECASE)
 
 
@@ -351,9 +352,14 @@ def run_case(case: Case, extra_env: dict[str, str], timeout: float = DEFAULT_TIM
 def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
     # Lightning picks a free port by binding port 0 and releasing it, so two concurrent DDP runs can,
     # rarely, race for the same port; that is the machine, not the case: retry.
+    # Likewise torch's gloo threads can abort the interpreter at exit ("terminate called without an
+    # active exception", SIGABRT, no Python traceback) on a loaded machine: retry that too.
     for attempt in range(3):
         step = _run_once(case, sources, extra_env, timeout, fixed)
-        if step.returncode == 0 or not _PORT_IN_USE_RE.search(step.stderr):
+        if step.returncode == 0:
+            break
+        aborted_at_exit = step.exc_class is None and _ABORT_AT_EXIT_RE.search(step.stderr)
+        if not (_PORT_IN_USE_RE.search(step.stderr) or aborted_at_exit):
             break
     return dataclasses.replace(step, port_retries=attempt)
 

@@ -165,6 +165,28 @@ class ClassResolver:
                 return ClassInfo(target, node, self.imports_of(target))
         return None
 
+    def resolve_function(self, source: SourceFile, expr: ast.AST) -> tuple[SourceFile, FunctionNode] | None:
+        """The definition of a function named by expr, in this file or (through jedi) another one."""
+        if isinstance(expr, ast.Name):
+            local = module_level_function(source, expr.id)
+            if local is not None:
+                return source, local
+        if not isinstance(expr, (ast.Name, ast.Attribute)) or self.imports_of(source).is_library(
+            self.imports_of(source).qualify(expr)
+        ):
+            return None
+        for definition in self.workspace.goto(source, expr):
+            if definition.kind != "function":
+                continue
+            target = self.workspace.source(definition.path)
+            if target is None or target.tree is None:
+                continue
+            for node in ast.walk(target.tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= definition.line <= node.body[0].lineno:
+                    if node.name == getattr(expr, "id", getattr(expr, "attr", None)):
+                        return target, node
+        return None
+
     def bases(self, cls: ClassInfo) -> list[ClassRef]:
         if cls._bases is None:
             cls._bases = []  # cycle guard while resolving

@@ -271,9 +271,7 @@ class FabricAnalyzer:
             cls = self.resolver.resolve(self.source, expr.func)
             if cls is not None and self.resolver.is_fabric(cls):
                 return FabricObject(self.strategy_of(expr, scope), self.source.span(expr))
-            if isinstance(expr.func, ast.Name):
-                return self._function_returns_fabric(expr.func.id, depth)
-            return None
+            return self._returned_fabric(expr.func, depth)
         if isinstance(expr, ast.Name):
             if scope is not None and scope.function is not None:
                 annotation = _annotation_of(scope.function, expr.id)
@@ -297,20 +295,33 @@ class FabricAnalyzer:
             return self._class_attr_fabrics.get((id(scope.cls), expr.attr))
         return None
 
-    def _function_returns_fabric(self, name: str, depth: int) -> FabricObject | None:
-        if name in self._returns_fabric:
-            return self._returns_fabric[name]
-        self._returns_fabric[name] = None
-        function = module_level_function(self.source, name)
-        if function is not None:
-            scope = next((s for s in self.scopes if s.node is function), None)
-            for node in ast.walk(function):
-                if isinstance(node, ast.Return) and node.value is not None and scope is not None:
-                    found = self.fabric_of(node.value, scope, (node.lineno, node.col_offset), depth + 1)
-                    if found is not None:
-                        self._returns_fabric[name] = found
-                        break
-        return self._returns_fabric[name]
+    def _returned_fabric(self, func: ast.expr, depth: int) -> FabricObject | None:
+        """`make_fabric()`: the Fabric a factory function returns (this file or another one)."""
+        key = self.source.segment(func)
+        if key in self._returns_fabric:
+            return self._returns_fabric[key]
+        self._returns_fabric[key] = None
+        found = self.resolver.resolve_function(self.source, func)
+        if found is not None and depth < 4:
+            source, function = found
+            analyzer = self if source is self.source else FabricAnalyzer(self.resolver, source)
+            self._returns_fabric[key] = analyzer._fabric_returned_by(function, depth)
+        return self._returns_fabric[key]
+
+    def _fabric_returned_by(self, function: FunctionNode, depth: int) -> FabricObject | None:
+        scope = next((s for s in self.scopes if s.node is function), None)
+        if scope is None:
+            return None
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                found = self.fabric_of(node.value, scope, _position(node), depth + 1)
+                if found is not None:
+                    return found
+        if function.returns is not None:
+            cls = self.resolver.resolve(self.source, _unquote(function.returns))
+            if cls is not None and self.resolver.is_fabric(cls):
+                return FabricObject(Strategy(UNKNOWN, f"a Fabric returned by `{function.name}()`", None), None)
+        return None
 
     def _collect_class_attribute_fabrics(self) -> None:
         for scope in self.scopes:
