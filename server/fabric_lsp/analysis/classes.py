@@ -160,7 +160,10 @@ class ClassResolver:
             target = self.workspace.source(definition.path)
             if target is None or target.tree is None:
                 continue
-            node = _class_at_line(target.tree, definition.line)
+            # By name first: an unsaved editor buffer (overlay) may have moved it from jedi's line.
+            name = (definition.full_name or "").rsplit(".", 1)[-1]
+            node = module_level_class(target, name) if name else None
+            node = node or _class_at_line(target.tree, definition.line)
             if node is not None:
                 return ClassInfo(target, node, self.imports_of(target))
         return None
@@ -181,10 +184,10 @@ class ClassResolver:
             target = self.workspace.source(definition.path)
             if target is None or target.tree is None:
                 continue
-            for node in ast.walk(target.tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= definition.line <= node.body[0].lineno:
-                    if node.name == getattr(expr, "id", getattr(expr, "attr", None)):
-                        return target, node
+            name = (definition.full_name or "").rsplit(".", 1)[-1]
+            function = module_level_function(target, name) if name else None
+            if function is not None:
+                return target, function
         return None
 
     def bases(self, cls: ClassInfo) -> list[ClassRef]:
