@@ -81,3 +81,30 @@ def test_file_without_trigger_words_is_not_parsed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine.SourceFile, "parse", fail)
     assert check(tmp_path, "import torch\nprint(torch.ones(3))\n") == []
+
+
+def test_spent_jedi_budget_degrades_without_crashing(caplog):
+    """Past the per-file jedi budget, names from other modules resolve to "unknown": the finding in
+    main.py loses its certainty (warning instead of error) and one log line says why."""
+    import logging
+    from pathlib import Path
+
+    import fabric_lsp.engine as engine
+
+    case = Path(__file__).resolve().parents[1] / "fixtures" / "cases" / "fab001_model_in_other_file" / "main.py"
+    text = case.read_text(encoding="utf-8")
+    config = Config(root=str(case.parent))
+    [normal] = check_source(str(case), text, config)
+    assert normal.severity == Severity.ERROR
+
+    engine._workspaces.clear()  # a fresh workspace: nothing cached from the run above
+    original = engine.JEDI_SECONDS_PER_FILE
+    engine.JEDI_SECONDS_PER_FILE = 0.0
+    try:
+        with caplog.at_level(logging.WARNING, logger="fabric_lsp.analysis"):
+            degraded = check_source(str(case), text, config)
+    finally:
+        engine.JEDI_SECONDS_PER_FILE = original
+        engine._workspaces.clear()
+    assert [f.severity for f in degraded] == [Severity.WARNING]
+    assert "jedi time budget spent" in caplog.text

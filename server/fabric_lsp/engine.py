@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from fabric_lsp.analysis import analyze, may_have_findings
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.workspace import Workspace
+from fabric_lsp.analysis.workspace import Workspace, jedi_budget
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.rules import ALL_RULES
@@ -21,6 +21,8 @@ from fabric_lsp.rules import ALL_RULES
 log = logging.getLogger("fabric_lsp.engine")
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+JEDI_SECONDS_PER_FILE = 10.0
 
 _workspaces: dict[tuple[str | None, str | None], Workspace] = {}
 _workspaces_lock = threading.Lock()
@@ -46,7 +48,8 @@ def check_source(path: str, text: str, config: Config, workspace: Workspace | No
         return []
     workspace = workspace or workspace_for(config)
     try:
-        facts = analyze(source, workspace)
+        with jedi_budget(JEDI_SECONDS_PER_FILE):
+            facts = analyze(source, workspace)
     except RecursionError:
         log.warning("%s: not analysed: nesting too deep", path)
         return []

@@ -8,6 +8,7 @@ jedi's helper process is our own interpreter, and unsafe extensions stay off.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import json
 import logging
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from fabric_lsp.analysis.source import SourceFile, parse_file
@@ -102,6 +104,20 @@ def find_interpreter(root: str | None, configured: str | None) -> str:
     return sys.executable
 
 
+_budget = threading.local()
+
+
+@contextlib.contextmanager
+def jedi_budget(seconds: float):
+    """Bound the jedi time one analysis may spend (per thread): past it, names resolve to "unknown"."""
+    previous = getattr(_budget, "deadline", None), getattr(_budget, "reported", False)
+    _budget.deadline, _budget.reported = time.monotonic() + seconds, False
+    try:
+        yield
+    finally:
+        _budget.deadline, _budget.reported = previous
+
+
 class Workspace:
     """Answers "where is this name defined" for files under one root."""
 
@@ -159,6 +175,12 @@ class Workspace:
         cached = self._goto_cache.get(key)
         if cached is not None:
             return cached
+        deadline = getattr(_budget, "deadline", None)
+        if deadline is not None and time.monotonic() > deadline:
+            if not getattr(_budget, "reported", False):
+                _budget.reported = True
+                log.warning("%s: jedi time budget spent; the rest of this file is analysed without it", source.path)
+            return ()
         definitions: tuple[Definition, ...] = ()
         try:
             import jedi

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fabric_lsp.findings import Finding
+from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report.common import ReportContext, fixable, hidden_unsafe, row_col
 
 
@@ -44,6 +44,13 @@ def summary_line(findings: Sequence[Finding], context: ReportContext) -> str:
         return "All checks passed!"
     count = sum(1 for f in findings if fixable(f, context.unsafe_fixes))
     line = f"Found {_plural(len(findings), 'error')}" + (f" ({count} fixable)." if count else ".")
+    by_severity = [
+        _plural(n, severity.value)
+        for severity in Severity
+        if (n := sum(1 for f in findings if f.severity == severity)) and severity != Severity.ERROR
+    ]
+    if by_severity:  # ruff calls every finding an error; say which ones are only warnings or hints
+        line = line[:-1] + f"; of these {', '.join(by_severity)}."
     hidden = hidden_unsafe(findings, context.unsafe_fixes)
     if hidden:
         fixes = "1 hidden fix" if hidden == 1 else f"{hidden} hidden fixes"
