@@ -138,7 +138,7 @@ class MetaAnalyzer:
                 return None  # DDP / single device / DeepSpeed: init_module only skips initializers
             return Materialization(
                 None,
-                f"`init_module(empty_init=True)` under {strategy.description or 'this strategy'}",
+                f"Fabric's setup under {strategy.description or 'this strategy'}",
                 strategy.materializes is True,
             )
         if binding is None:

@@ -1,0 +1,225 @@
+"""Findings -> LSP diagnostics, in the negotiated position encoding.
+
+Each diagnostic's `data` carries everything its code actions need -- the fix's edits and the
+"disable for this line" edit, already in LSP form -- so a code action request needs no re-analysis
+(as in ruff's server). Positions inside `data` are plain JSON, in the same encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from fabric_lsp.findings import Finding, Position, Severity, TextEdit
+from fabric_lsp.lsp.positions import LineIndex, UTF16
+from fabric_lsp.walk import read_source
+
+SOURCE = "fabric-lsp"
+DATA_SCHEMA = 1
+MAX_OTHER_FILE_SIZE = 4 * 1024 * 1024
+
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFORMATION: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+# The suppression comment the engine honours (engine.is_suppressed): `# noqa` or `# noqa: A1, B2`.
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ClientFeatures:
+    """What the client declared, reduced to the decisions the server makes."""
+
+    encoding: str = UTF16
+    related_information: bool = False
+    code_description: bool = False
+    pull_diagnostics: bool = False
+    diagnostic_refresh: bool = False
+    document_changes: bool = False
+    code_action_literals: bool = False
+    code_action_data: bool = False
+    resolve_edit: bool = False
+    markdown_hover: bool = False
+    configuration: bool = False
+    did_change_configuration_dynamic: bool = False
+    watched_files_dynamic: bool = False
+    watched_files_relative_pattern: bool = False
+    show_message: bool = True
+
+
+class TextSource:
+    """Text and URI of the files a finding mentions: the analysed snapshot, open documents
+    (by path), else the file on disk."""
+
+    def __init__(self, path: str, uri: str, text: str, open_texts: Mapping[str, str], open_uris: Mapping[str, str]):
+        self.path = path
+        self.uri_of_path = dict(open_uris)
+        self.uri_of_path[path] = uri
+        self._texts: dict[str, str | None] = {path: text}
+        self._open_texts = open_texts
+        self._indexes: dict[str, LineIndex | None] = {}
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            text = self._open_texts.get(path)
+            if text is None:
+                decoded, _ = read_source(path, MAX_OTHER_FILE_SIZE)
+                text = decoded.text if decoded is not None else None
+            self._texts[path] = text
+        return self._texts[path]
+
+    def index(self, path: str) -> LineIndex | None:
+        if path not in self._indexes:
+            text = self.text(path)
+            self._indexes[path] = LineIndex(text) if text is not None else None
+        return self._indexes[path]
+
+    def uri(self, path: str) -> str:
+        return self.uri_of_path.get(path) or from_fs_path(path) or path
+
+
+def range_json(value: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
+
+
+def range_from_json(value: Any) -> types.Range:
+    return types.Range(
+        start=types.Position(line=int(value["start"]["line"]), character=int(value["start"]["character"])),
+        end=types.Position(line=int(value["end"]["line"]), character=int(value["end"]["character"])),
+    )
+
+
+def _edit_json(edit: TextEdit, texts: TextSource, encoding: str) -> dict[str, Any] | None:
+    index = texts.index(edit.path)
+    if index is None:
+        return None
+    return {
+        "uri": texts.uri(edit.path),
+        "range": range_json(index.range_to_lsp(edit.start, edit.end, encoding)),
+        "newText": edit.new_text,
+    }
+
+
+def noqa_edit(line: str, line_number: int, code: str) -> TextEdit | None:
+    """The edit that makes `# noqa` on this line name `code`: added to an existing `# noqa: ...`
+    list, else a new comment at the end of the line. None where a comment cannot go (a line
+    continued with a backslash)."""
+    for match in NOQA.finditer(line):
+        codes = match.group("codes")
+        if codes is None:
+            return None  # a bare `# noqa` already suppresses everything
+        if code.upper() in {c.strip().upper() for c in codes.split(",")}:
+            return None
+        at = Position(line_number, match.end("codes"))
+        return TextEdit("", at, at, f", {code}")
+    stripped = line.rstrip()
+    if stripped.endswith("\\"):
+        return None
+    return TextEdit("", Position(line_number, len(stripped)), Position(line_number, len(line)), f"  # noqa: {code}")
+
+
+def fix_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str, Any] | None:
+    if finding.fix is None:
+        return None
+    edits = []
+    for edit in finding.fix.edits:
+        converted = _edit_json(edit, texts, encoding)
+        if converted is None:
+            return None  # a file the fix needs cannot be read: offer no half fix
+        edits.append(converted)
+    return {"title": finding.fix.title, "applicability": finding.fix.applicability.value, "edits": edits}
+
+
+def noqa_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str, Any] | None:
+    if finding.span.path != texts.path:
+        return None
+    index = texts.index(texts.path)
+    assert index is not None
+    line_number = finding.noqa_line
+    edit = noqa_edit(index.line(line_number), line_number, finding.code)
+    if edit is None:
+        return None
+    edit = TextEdit(texts.path, edit.start, edit.end, edit.new_text)
+    return {"title": f"Disable {finding.code} for this line", "edit": _edit_json(edit, texts, encoding)}
+
+
+def _folded_message(finding: Finding, texts: TextSource) -> str:
+    lines = [finding.message]
+    for related in finding.related:
+        where = os.path.basename(related.span.path)
+        start = related.span.start
+        lines.append(f"{where}:{start.line + 1}:{start.character + 1}: {related.message}")
+    return "\n".join(lines)
+
+
+def to_diagnostic(
+    finding: Finding,
+    texts: TextSource,
+    features: ClientFeatures,
+    version: int | None,
+    record_url: Callable[[str], str | None],
+) -> types.Diagnostic:
+    encoding = features.encoding
+    index = texts.index(texts.path)
+    assert index is not None
+    related_information = None
+    if features.related_information and finding.related:
+        related_information = []
+        for related in finding.related:
+            related_index = texts.index(related.span.path)
+            if related_index is None:
+                continue
+            location = types.Location(
+                uri=texts.uri(related.span.path),
+                range=related_index.range_to_lsp(related.span.start, related.span.end, encoding),
+            )
+            related_information.append(types.DiagnosticRelatedInformation(location=location, message=related.message))
+    message = finding.message if features.related_information else _folded_message(finding, texts)
+    url = record_url(finding.record_id)
+    data = {
+        "source": SOURCE,
+        "schema": DATA_SCHEMA,
+        "uri": texts.uri(texts.path),
+        "version": version,
+        "code": finding.code,
+        "record": finding.record_id,
+        "context": dict(finding.context),
+        "fix": fix_payload(finding, texts, encoding),
+        "noqa": noqa_payload(finding, texts, encoding),
+    }
+    return types.Diagnostic(
+        range=index.range_to_lsp(finding.span.start, finding.span.end, encoding),
+        message=message,
+        severity=SEVERITIES[finding.severity],
+        code=finding.code,
+        code_description=types.CodeDescription(href=url) if url and features.code_description else None,
+        source=SOURCE,
+        related_information=related_information or None,
+        data=data,
+    )
+
+
+def result_id(uri: str, diagnostics: list[types.Diagnostic], converter: Any) -> str:
+    """Equal for equal diagnostics: a client holding this id has exactly these diagnostics."""
+    payload = json.dumps([uri, converter.unstructure(diagnostics)], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+def our_data(diagnostic: types.Diagnostic) -> dict[str, Any] | None:
+    data = diagnostic.data
+    if isinstance(data, Mapping) and data.get("source") == SOURCE and data.get("schema") == DATA_SCHEMA:
+        return dict(data)
+    return None

@@ -1,0 +1,240 @@
+// Which process runs the language server: `fabric-lsp.path`, else the bundled server under a Python found
+// in this order: `fabric-lsp.interpreter`, the Python extension's selected interpreter, `python3` on PATH.
+// No `vscode` import here: unit-tested under plain Node with real interpreters.
+
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+export const MIN_PYTHON: readonly [number, number] = [3, 10];
+
+export type ImportStrategy = "bundled" | "fromEnvironment";
+
+export interface ProbeResult {
+  ok: boolean;
+  /** "3.11.7" when the interpreter ran. */
+  version?: string;
+  /** sys.executable as the interpreter reports it. */
+  executable?: string;
+  /** Why it cannot run the server, in words. */
+  reason?: string;
+}
+
+export type Probe = (command: string) => Promise<ProbeResult>;
+
+const PROBE_SCRIPT = "import sys; print(sys.version.split()[0]); print(sys.executable)";
+
+/** Run the interpreter once (isolated, nothing imported) and check it is Python >= 3.10. */
+export function probePython(command: string, timeoutMs = 15000): Promise<ProbeResult> {
+  return new Promise((resolve) => {
+    execFile(command, ["-I", "-c", PROBE_SCRIPT], { timeout: timeoutMs, windowsHide: true }, (error, stdout) => {
+      if (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        const reason =
+          code === "ENOENT"
+            ? "not found"
+            : code === "EACCES"
+              ? "not executable"
+              : error.killed
+                ? `did not answer within ${timeoutMs / 1000} s`
+                : `failed to run (${error.message.split("\n")[0]})`;
+        resolve({ ok: false, reason });
+        return;
+      }
+      const [version = "", executable = ""] = stdout.trim().split(/\r?\n/);
+      const match = /^(\d+)\.(\d+)/.exec(version);
+      if (!match) {
+        resolve({ ok: false, reason: `is not a Python interpreter (printed ${JSON.stringify(stdout.slice(0, 80))})` });
+        return;
+      }
+      const major = Number(match[1]);
+      const minor = Number(match[2]);
+      if (major < MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor < MIN_PYTHON[1])) {
+        resolve({ ok: false, version, executable, reason: `is Python ${version}; fabric-lsp needs ${MIN_PYTHON.join(".")} or newer` });
+        return;
+      }
+      resolve({ ok: true, version, executable });
+    });
+  });
+}
+
+export interface ExpandContext {
+  workspaceFolder?: string;
+  env: NodeJS.ProcessEnv;
+  home?: string;
+}
+
+/** Expand `~`, `${userHome}`, `${workspaceFolder}`, `${env:NAME}`; a relative path is taken from the workspace folder. */
+export function expandPath(value: string, context: ExpandContext): string {
+  const home = context.home ?? os.homedir();
+  let result = value.trim();
+  if (!result) return result;
+  result = result.replace(/\$\{env:([^}]+)\}/g, (_, name: string) => context.env[name] ?? "");
+  result = result.replace(/\$\{userHome\}/g, home);
+  if (context.workspaceFolder) result = result.replace(/\$\{workspaceFolder\}/g, context.workspaceFolder);
+  if (result === "~") result = home;
+  else if (result.startsWith("~/")) result = path.join(home, result.slice(2));
+  const looksLikePath = result.includes("/") || result.includes(path.sep);
+  if (looksLikePath && !path.isAbsolute(result) && context.workspaceFolder) {
+    result = path.resolve(context.workspaceFolder, result);
+  }
+  return result;
+}
+
+/** The first executable file called `name` in PATH, like `which`. */
+export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  if (name.includes("/") || name.includes(path.sep)) return isExecutable(name) ? name : undefined;
+  const dirs = (env.PATH ?? env.Path ?? "").split(path.delimiter).filter(Boolean);
+  const exts = process.platform === "win32" ? (env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";") : [""];
+  for (const dir of dirs) {
+    for (const ext of exts) {
+      const candidate = path.join(dir, name + ext);
+      if (isExecutable(candidate)) return candidate;
+    }
+  }
+  return undefined;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    if (!fs.statSync(file).isFile()) return false;
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type LaunchSource = "path" | "interpreter setting" | "Python extension" | "python3 on PATH";
+
+export interface LaunchPlan {
+  ok: true;
+  source: LaunchSource;
+  command: string;
+  args: string[];
+  /** Extra environment for the server process. */
+  env: Record<string, string>;
+  /** The Python that runs the bundled server (absent for `fabric-lsp.path`). */
+  serverPython?: string;
+  pythonVersion?: string;
+  /** Interpreters looked at and passed over, with the reason (for the log). */
+  skipped: string[];
+}
+
+export interface LaunchFailure {
+  ok: false;
+  /** One sentence for the notification: what is wrong and how to fix it. */
+  message: string;
+  /** Every candidate and why it was not usable (for the log). */
+  details: string[];
+}
+
+export interface LaunchInputs {
+  /** `fabric-lsp.path` (unexpanded). */
+  path: string;
+  /** `fabric-lsp.interpreter` (unexpanded). */
+  interpreter: string;
+  importStrategy: ImportStrategy;
+  /** Workspace trust: an untrusted workspace never picks the interpreter. */
+  trusted: boolean;
+  workspaceFolder?: string;
+  env: NodeJS.ProcessEnv;
+  home?: string;
+  /** bundled/tool/launch.py inside the installed extension. */
+  launcher: string;
+  /** The Python extension's selected interpreter; undefined when the extension is absent or has none. */
+  pythonExtensionInterpreter: () => Promise<string | undefined>;
+  probe?: Probe;
+}
+
+const HOW_TO_FIX =
+  'Install Python 3.10 or newer, then select it with "Python: Select Interpreter" or set "fabric-lsp.interpreter" to its path.';
+
+export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | LaunchFailure> {
+  const probe = inputs.probe ?? ((command: string) => probePython(command));
+  const expand = (value: string) => expandPath(value, { workspaceFolder: inputs.workspaceFolder, env: inputs.env, home: inputs.home });
+  const skipped: string[] = [];
+
+  if (inputs.path.trim()) {
+    const wanted = expand(inputs.path);
+    const found = findOnPath(wanted, inputs.env);
+    if (!found) {
+      return {
+        ok: false,
+        message: `fabric-lsp.path is set to "${wanted}", which is not an executable file. Fix the path or clear the setting to use the bundled server.`,
+        details: [`fabric-lsp.path ${wanted}: not found or not executable`],
+      };
+    }
+    return { ok: true, source: "path", command: found, args: ["serve"], env: {}, skipped };
+  }
+
+  const strategy: ImportStrategy = inputs.trusted ? inputs.importStrategy : "bundled";
+  const plan = (source: LaunchSource, python: string, result: ProbeResult): LaunchPlan => ({
+    ok: true,
+    source,
+    command: python,
+    // -I keeps the user's PYTHONPATH and user site from shadowing the bundled packages.
+    args: strategy === "bundled" ? ["-I", inputs.launcher] : [inputs.launcher],
+    env: { FABRIC_LSP_IMPORT_STRATEGY: strategy, PYTHONUNBUFFERED: "1" },
+    serverPython: python,
+    pythonVersion: result.version,
+    skipped,
+  });
+
+  // An interpreter named in the settings is what the user asked for: no silent fallback when it is unusable.
+  if (inputs.interpreter.trim()) {
+    const wanted = expand(inputs.interpreter);
+    const found = findOnPath(wanted, inputs.env) ?? wanted;
+    const result = await probe(found);
+    if (result.ok) return plan("interpreter setting", found, result);
+    return {
+      ok: false,
+      message: `fabric-lsp.interpreter is set to "${wanted}", which ${result.reason}. ${HOW_TO_FIX}`,
+      details: [`fabric-lsp.interpreter ${wanted}: ${result.reason}`],
+    };
+  }
+
+  if (inputs.trusted) {
+    let selected: string | undefined;
+    try {
+      selected = await inputs.pythonExtensionInterpreter();
+    } catch (error) {
+      skipped.push(`Python extension: could not ask for the selected interpreter (${String(error)})`);
+    }
+    if (selected) {
+      const result = await probe(selected);
+      if (result.ok) return plan("Python extension", selected, result);
+      skipped.push(`Python extension's interpreter ${selected}: ${result.reason}`);
+    }
+  } else {
+    skipped.push("Python extension's interpreter: not used in an untrusted workspace");
+  }
+
+  const python3 = findOnPath("python3", inputs.env) ?? findOnPath("python", inputs.env);
+  if (python3) {
+    const result = await probe(python3);
+    if (result.ok) return plan("python3 on PATH", python3, result);
+    skipped.push(`${python3} (on PATH): ${result.reason}`);
+  } else {
+    skipped.push("python3 on PATH: not found");
+  }
+  return {
+    ok: false,
+    message: `Fabric LSP found no usable Python to run its server. ${HOW_TO_FIX}`,
+    details: skipped,
+  };
+}
+
+/**
+ * The interpreter the server analyses against (its `python` setting): the workspace's selected Python.
+ * In an untrusted workspace the server's own interpreter, so that nothing the workspace names is run.
+ */
+export function analysisInterpreter(
+  trusted: boolean,
+  selected: string | undefined,
+  serverPython: string | undefined,
+): string | null {
+  if (!trusted) return serverPython ?? null;
+  return selected ?? null;
+}
