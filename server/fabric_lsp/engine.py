@@ -28,13 +28,33 @@ _workspaces: dict[tuple[str | None, str | None], Workspace] = {}
 _workspaces_lock = threading.Lock()
 
 
-def workspace_for(config: Config) -> Workspace:
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root_for(path: str, configured: str | None) -> str:
+    """The folder imports are resolved from: the configured root when it holds the file, else the
+    nearest folder with a project marker, else the file's own folder (what `python file.py` uses)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if configured and (folder + os.sep).startswith(os.path.abspath(configured) + os.sep):
+        return os.path.abspath(configured)
+    candidate = folder
+    while True:
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in _ROOT_MARKERS):
+            return candidate
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return folder
+        candidate = parent
+
+
+def workspace_for(config: Config, path: str | None = None) -> Workspace:
     """One workspace (jedi project) per (root, interpreter), reused across checks."""
-    key = (config.root, config.python)
+    root = project_root_for(path, config.root) if path else config.root
+    key = (root, config.python)
     with _workspaces_lock:
         workspace = _workspaces.get(key)
         if workspace is None:
-            workspace = _workspaces[key] = Workspace(config.root, config.python)
+            workspace = _workspaces[key] = Workspace(root, config.python)
         return workspace
 
 
@@ -46,7 +66,7 @@ def check_source(path: str, text: str, config: Config, workspace: Workspace | No
     if source.tree is None:
         log.info("%s: not analysed: %s", path, source.syntax_error)
         return []
-    workspace = workspace or workspace_for(config)
+    workspace = workspace or workspace_for(config, path)
     try:
         with jedi_budget(JEDI_SECONDS_PER_FILE):
             facts = analyze(source, workspace)

@@ -152,8 +152,17 @@ class ClassResolver:
                 return ClassInfo(source, local, imports)
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return None
-        for definition in self.workspace.goto(source, expr):
-            if definition.kind != "class":
+        return self._class_from(self.workspace.goto(source, expr))
+
+    def resolve_instance(self, source: SourceFile, name: ast.Name) -> ClassRef:
+        """The class of the value a name holds, as jedi infers it (e.g. from a library factory)."""
+        return self._class_from(
+            d for d in self.workspace.infer(source, name) if d.kind in ("instance", "class")
+        )
+
+    def _class_from(self, definitions) -> ClassRef:
+        for definition in definitions:
+            if definition.kind not in ("class", "instance"):
                 continue
             if any(part in definition.path for part in _LIBRARY_PATH_PARTS) and definition.full_name:
                 return LibraryClass(normalize_torch_name(definition.full_name))

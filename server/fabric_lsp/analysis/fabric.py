@@ -382,7 +382,13 @@ class FabricAnalyzer:
                     if found is not None:
                         return self.model_class(found[1], self.scopes[0], _position(found[0]), depth + 1)
             if found is not None:
-                return self.model_class(found[1], scope, _position(found[0]), depth + 1)
+                cls, compiled = self.model_class(found[1], scope, _position(found[0]), depth + 1)
+                if cls is None and isinstance(found[1], ast.Call):
+                    # A factory we cannot follow (`AutoModel.from_pretrained(...)`): ask jedi.
+                    target = next((t for t, _ in assignments(found[0]) if isinstance(t, ast.Name) and t.id == expr.id), None)
+                    if target is not None:
+                        cls = self.resolver.resolve_instance(self.source, target)
+                return cls, compiled
             return None, False
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and scope.cls is not None:
             for other in self.scopes:

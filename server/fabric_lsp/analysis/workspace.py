@@ -128,7 +128,7 @@ class Workspace:
         self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._project = None
         self._lock = threading.RLock()
-        self._goto_cache: dict[tuple[str, int, int, int], tuple[Definition, ...]] = {}
+        self._goto_cache: dict[tuple, tuple[Definition, ...]] = {}
 
     # -- sources -------------------------------------------------------------------------------
     def source(self, path: str) -> SourceFile | None:
@@ -163,6 +163,13 @@ class Workspace:
 
     def goto(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
         """Definitions of the name at node (a Name, or an Attribute's last part), following imports."""
+        return self._ask_jedi("goto", source, node)
+
+    def infer(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
+        """What the name at node evaluates to (e.g. the class of `model = AutoModel.from_pretrained(...)`)."""
+        return self._ask_jedi("infer", source, node)
+
+    def _ask_jedi(self, question: str, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
         if isinstance(node, ast.Attribute):
             line = node.end_lineno or node.lineno
             column = source.char_col(line, node.end_col_offset or 0) - len(node.attr)
@@ -171,7 +178,7 @@ class Workspace:
             column = source.char_col(line, node.col_offset)
         else:
             return ()
-        key = (source.path, hash(source.text), line, column)
+        key = (question, source.path, hash(source.text), line, column)
         cached = self._goto_cache.get(key)
         if cached is not None:
             return cached
@@ -186,14 +193,17 @@ class Workspace:
             import jedi
 
             script = jedi.Script(code=source.text, path=source.path, project=self.project)
-            names = script.goto(line, column, follow_imports=True)
+            if question == "goto":
+                names = script.goto(line, column, follow_imports=True)
+            else:
+                names = script.infer(line, column)
             definitions = tuple(
                 Definition(str(name.module_path), name.line, name.column, name.type, name.full_name)
                 for name in names
                 if name.module_path is not None and name.line is not None
             )
         except Exception as exc:  # jedi failure degrades to "unknown", never a crash
-            log.warning("jedi goto failed at %s:%s:%s: %s", source.path, line, column, exc)
+            log.warning("jedi %s failed at %s:%s:%s: %s", question, source.path, line, column, exc)
         if len(self._goto_cache) > 20000:
             self._goto_cache.clear()
         self._goto_cache[key] = definitions
