@@ -395,9 +395,16 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    # Replaced by the language server when it lands.
-    _say(f"{PROG}: the language server arrives with the language-server issue; `serve` is not available yet")
-    return 2
+    """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time)."""
+    tcp = None
+    if args.tcp is not None:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--tcp: expected HOST:PORT, got {args.tcp!r}")
+        tcp = (host.strip("[]"), int(port))
+    from fabric_lsp.lsp.server import run
+
+    return run(tcp)
 
 
 # ---------------------------------------------------------------------------------------------

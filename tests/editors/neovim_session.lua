@@ -130,6 +130,8 @@ local function session()
     offset_encoding = client.offset_encoding,
     init_options = client.config.init_options or vim.NIL,
     server_name = client.server_info and client.server_info.name or vim.NIL,
+    -- true when the server registered textDocument/diagnostic (pull) for this client
+    pull_diagnostics = client:supports_method("textDocument/diagnostic", buf),
   }
 
   vim.wait(wait_ms, function() return #fab_diagnostics(buf, "FAB001") > 0 end, 50)
@@ -182,6 +184,7 @@ local function session()
   if quickfix == nil then
     error("no quickfix code action inserts mark_forward_method: " .. vim.inspect(result.code_actions))
   end
+  result.quickfix = { title = quickfix.title, is_preferred = quickfix.isPreferred or false }
   step("code action")
 
   local before = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")

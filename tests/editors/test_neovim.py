@@ -133,6 +133,8 @@ def check_session(result: dict) -> None:
     assert result["client"]["initialized"] is True
     assert result["client_stopped"] is True
     assert result["show_messages"] == [], "the README's settings should be accepted without a warning"
+    # Neovim 0.11 declares textDocument.diagnostic, so the server serves pull diagnostics to it.
+    assert result["client"]["pull_diagnostics"] is True
 
     # One FAB001 diagnostic, an Error, on the labelled line and exactly the attribute `generate`.
     fab001 = [d for d in result["diagnostics"] if d["code"] == "FAB001"]
@@ -154,6 +156,9 @@ def check_session(result: dict) -> None:
     assert "FAB001" in hover
     assert "You are calling the method `CharLM.generate()` from outside the model" in hover
     assert "<class>" not in hover and "<method>" not in hover, "record placeholders left unfilled"
+
+    # The fix is the preferred action (what `vim.lsp.buf.code_action({apply = true})` picks).
+    assert result["quickfix"]["is_preferred"] is True, result["code_actions"]
 
     # The quick fix, applied by Neovim itself, inserts exactly one line: the mark, after setup and
     # before the call; nothing else changes.

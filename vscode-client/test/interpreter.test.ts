@@ -1,0 +1,233 @@
+// Interpreter resolution against real executables: the Python on this machine and small stand-in
+// programs (an "old Python" script that prints what Python 3.8 would, a non-Python program).
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import {
+  analysisInterpreter,
+  expandPath,
+  findOnPath,
+  type LaunchFailure,
+  type LaunchInputs,
+  type LaunchPlan,
+  probePython,
+  resolveLaunch,
+} from "../src/interpreter";
+
+const realPython = findOnPath("python3", process.env);
+let dir: string;
+let oldPython: string;
+let notPython: string;
+let fakeServer: string;
+let pathWithRealPython: string;
+let pathWithOldPythonOnly: string;
+
+function script(name: string, body: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return file;
+}
+
+before(() => {
+  assert.ok(realPython, "these tests need python3 (3.10 or newer) on PATH");
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "fabric-lsp-interp-"));
+  // Answers the probe the way Python 3.8 does.
+  oldPython = script("python3.8", 'echo "3.8.18"; echo "$0"');
+  notPython = script("not-python", 'echo "hello"');
+  fakeServer = script("fabric-lsp", "exit 0");
+  const onlyReal = path.join(dir, "real-bin");
+  fs.mkdirSync(onlyReal);
+  fs.symlinkSync(realPython!, path.join(onlyReal, "python3"));
+  pathWithRealPython = onlyReal;
+  const onlyOld = path.join(dir, "old-bin");
+  fs.mkdirSync(onlyOld);
+  fs.symlinkSync(oldPython, path.join(onlyOld, "python3"));
+  pathWithOldPythonOnly = onlyOld;
+});
+
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function inputs(overrides: Partial<LaunchInputs>): LaunchInputs {
+  return {
+    path: "",
+    interpreter: "",
+    importStrategy: "bundled",
+    trusted: true,
+    workspaceFolder: dir,
+    env: { PATH: pathWithRealPython },
+    home: dir,
+    launcher: "/ext/bundled/tool/launch.py",
+    pythonExtensionInterpreter: async () => undefined,
+    ...overrides,
+  };
+}
+
+function ok(result: LaunchPlan | LaunchFailure): LaunchPlan {
+  assert.ok(result.ok, `expected a launch plan, got: ${!result.ok ? `${result.message} ${result.details.join("; ")}` : ""}`);
+  return result;
+}
+
+function failed(result: LaunchPlan | LaunchFailure): LaunchFailure {
+  assert.ok(!result.ok, `expected no usable interpreter, got ${result.ok ? result.command : ""}`);
+  return result;
+}
+
+describe("probePython", () => {
+  it("accepts this machine's python3 and reports its version and executable", async () => {
+    const result = await probePython(realPython!);
+    assert.equal(result.ok, true, result.reason);
+    assert.match(result.version!, /^3\.\d+/);
+    assert.ok(result.executable && path.isAbsolute(result.executable));
+  });
+
+  it("rejects a Python older than 3.10, saying so", async () => {
+    const result = await probePython(oldPython);
+    assert.equal(result.ok, false);
+    assert.equal(result.reason, "is Python 3.8.18; fabric-lsp needs 3.10 or newer");
+  });
+
+  it("rejects a program that is not Python, and a missing file", async () => {
+    assert.match((await probePython(notPython)).reason!, /is not a Python interpreter/);
+    assert.equal((await probePython(path.join(dir, "missing"))).reason, "not found");
+  });
+});
+
+describe("resolveLaunch order", () => {
+  it("uses fabric-lsp.interpreter first", async () => {
+    let asked = false;
+    const plan = ok(
+      await resolveLaunch(
+        inputs({
+          interpreter: realPython!,
+          pythonExtensionInterpreter: async () => {
+            asked = true;
+            return oldPython;
+          },
+        }),
+      ),
+    );
+    assert.equal(plan.source, "interpreter setting");
+    assert.equal(plan.command, realPython);
+    assert.deepEqual(plan.args, ["-I", "/ext/bundled/tool/launch.py"]);
+    assert.deepEqual(plan.env, { FABRIC_LSP_IMPORT_STRATEGY: "bundled", PYTHONUNBUFFERED: "1" });
+    assert.equal(asked, false, "the Python extension is not asked when the setting names an interpreter");
+  });
+
+  it("expands ${workspaceFolder} in fabric-lsp.interpreter", async () => {
+    fs.mkdirSync(path.join(dir, ".venv", "bin"), { recursive: true });
+    const venvPython = path.join(dir, ".venv", "bin", "python");
+    if (!fs.existsSync(venvPython)) fs.symlinkSync(realPython!, venvPython);
+    const plan = ok(await resolveLaunch(inputs({ interpreter: "${workspaceFolder}/.venv/bin/python" })));
+    assert.equal(plan.command, venvPython);
+  });
+
+  it("does not fall back when fabric-lsp.interpreter is unusable: the notification names the setting", async () => {
+    const failure = failed(await resolveLaunch(inputs({ interpreter: oldPython })));
+    assert.match(failure.message, /^fabric-lsp\.interpreter is set to ".*python3\.8", which is Python 3\.8\.18; fabric-lsp needs 3\.10 or newer\./);
+    assert.match(failure.message, /Python: Select Interpreter/);
+  });
+
+  it("uses the Python extension's interpreter next", async () => {
+    const plan = ok(await resolveLaunch(inputs({ pythonExtensionInterpreter: async () => realPython })));
+    assert.equal(plan.source, "Python extension");
+    assert.equal(plan.command, realPython);
+  });
+
+  it("passes over a Python extension interpreter that is too old and takes python3 on PATH", async () => {
+    const plan = ok(await resolveLaunch(inputs({ pythonExtensionInterpreter: async () => oldPython })));
+    assert.equal(plan.source, "python3 on PATH");
+    assert.equal(plan.command, path.join(pathWithRealPython, "python3"));
+    assert.deepEqual(plan.skipped, [`Python extension's interpreter ${oldPython}: is Python 3.8.18; fabric-lsp needs 3.10 or newer`]);
+  });
+
+  it("goes on to PATH when the Python extension's API throws", async () => {
+    const plan = ok(
+      await resolveLaunch(
+        inputs({
+          pythonExtensionInterpreter: async () => {
+            throw new Error("extension failed to activate");
+          },
+        }),
+      ),
+    );
+    assert.equal(plan.source, "python3 on PATH");
+    assert.match(plan.skipped[0], /extension failed to activate/);
+  });
+
+  it("fails with one sentence that says how to fix it when nothing usable is found", async () => {
+    const failure = failed(await resolveLaunch(inputs({ env: { PATH: pathWithOldPythonOnly } })));
+    assert.equal(
+      failure.message,
+      "Fabric LSP found no usable Python to run its server. Install Python 3.10 or newer, then select it with " +
+        '"Python: Select Interpreter" or set "fabric-lsp.interpreter" to its path.',
+    );
+    assert.deepEqual(failure.details, [`${path.join(pathWithOldPythonOnly, "python3")} (on PATH): is Python 3.8.18; fabric-lsp needs 3.10 or newer`]);
+    const empty = failed(await resolveLaunch(inputs({ env: { PATH: path.join(dir, "nowhere") } })));
+    assert.deepEqual(empty.details, ["python3 on PATH: not found"]);
+  });
+});
+
+describe("resolveLaunch settings", () => {
+  it("fabric-lsp.path runs the installed executable with `serve`", async () => {
+    const plan = ok(await resolveLaunch(inputs({ path: fakeServer, interpreter: oldPython })));
+    assert.equal(plan.source, "path");
+    assert.equal(plan.command, fakeServer);
+    assert.deepEqual(plan.args, ["serve"]);
+    assert.equal(plan.serverPython, undefined);
+  });
+
+  it("fabric-lsp.path is looked up on PATH when it is a bare name, and reported when missing", async () => {
+    const plan = ok(await resolveLaunch(inputs({ path: "fabric-lsp", env: { PATH: dir } })));
+    assert.equal(plan.command, fakeServer);
+    const failure = failed(await resolveLaunch(inputs({ path: "~/bin/fabric-lsp" })));
+    assert.match(failure.message, new RegExp(`fabric-lsp\\.path is set to "${path.join(dir, "bin", "fabric-lsp")}", which is not an executable file`));
+  });
+
+  it("fromEnvironment lets the interpreter's own packages in (no -I)", async () => {
+    const plan = ok(await resolveLaunch(inputs({ importStrategy: "fromEnvironment" })));
+    assert.deepEqual(plan.args, ["/ext/bundled/tool/launch.py"]);
+    assert.equal(plan.env.FABRIC_LSP_IMPORT_STRATEGY, "fromEnvironment");
+  });
+
+  it("an untrusted workspace never asks the Python extension and always runs the bundled server", async () => {
+    let asked = false;
+    const plan = ok(
+      await resolveLaunch(
+        inputs({
+          trusted: false,
+          importStrategy: "fromEnvironment",
+          pythonExtensionInterpreter: async () => {
+            asked = true;
+            return realPython;
+          },
+        }),
+      ),
+    );
+    assert.equal(asked, false);
+    assert.equal(plan.source, "python3 on PATH");
+    assert.deepEqual(plan.args, ["-I", "/ext/bundled/tool/launch.py"]);
+    assert.equal(plan.env.FABRIC_LSP_IMPORT_STRATEGY, "bundled");
+  });
+});
+
+describe("analysisInterpreter", () => {
+  it("is the workspace's selected Python when trusted, else the server's own", () => {
+    assert.equal(analysisInterpreter(true, "/proj/.venv/bin/python", "/usr/bin/python3"), "/proj/.venv/bin/python");
+    assert.equal(analysisInterpreter(true, undefined, "/usr/bin/python3"), null);
+    assert.equal(analysisInterpreter(false, "/proj/.venv/bin/python", "/usr/bin/python3"), "/usr/bin/python3");
+  });
+});
+
+describe("expandPath", () => {
+  const context = { workspaceFolder: "/work/proj", env: { VENV: "/opt/venv" }, home: "/home/me" };
+  it("expands variables, ~ and paths relative to the workspace folder", () => {
+    assert.equal(expandPath("${workspaceFolder}/.venv/bin/python", context), "/work/proj/.venv/bin/python");
+    assert.equal(expandPath("${env:VENV}/bin/python", context), "/opt/venv/bin/python");
+    assert.equal(expandPath("~/py/bin/python3", context), "/home/me/py/bin/python3");
+    assert.equal(expandPath("${userHome}/x", context), "/home/me/x");
+    assert.equal(expandPath(".venv/bin/python", context), "/work/proj/.venv/bin/python");
+    assert.equal(expandPath("python3.12", context), "python3.12");
+  });
+});
