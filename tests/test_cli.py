@@ -108,12 +108,6 @@ def test_clean_tree_passes_in_every_format(tmp_path, monkeypatch, capsys):
     assert run(["check", "--format", "github", "train.py"], tmp_path, monkeypatch, capsys) == (0, "", "")
 
 
-def test_serve_is_not_there_yet(tmp_path, monkeypatch, capsys):
-    code, out, err = run(["serve"], tmp_path, monkeypatch, capsys)
-    assert code == 2 and out == ""
-    assert "language server arrives with the language-server issue" in err
-
-
 # --- exit status ------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import threading
 from dataclasses import replace
 
 from fabric_lsp.analysis import analyze, may_have_findings
+from fabric_lsp.analysis.incremental import analysing, parse_text
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.workspace import Workspace, jedi_budget
 from fabric_lsp.config import Config
@@ -59,10 +60,15 @@ def workspace_for(config: Config, path: str | None = None) -> Workspace:
 
 
 def check_source(path: str, text: str, config: Config, workspace: Workspace | None = None) -> list[Finding]:
+    with analysing():  # see analysis.incremental: trees shared between edits, the checked source
+        return _check_source(path, text, config, workspace)
+
+
+def _check_source(path: str, text: str, config: Config, workspace: Workspace | None) -> list[Finding]:
     path = os.path.abspath(path)
     if not may_have_findings(text):
         return []
-    source = SourceFile.parse(path, text)
+    source = parse_text(path, text, checked=True)  # re-parses only what an edit touched
     if source.tree is None:
         log.info("%s: not analysed: %s", path, source.syntax_error)
         return []

@@ -65,7 +65,9 @@ def make_client() -> LanguageClient:
     return client
 
 
-def capabilities(preset: str, change: Callable[[types.ClientCapabilities], None] | None = None) -> types.ClientCapabilities:
+def capabilities(
+    preset: str, change: Callable[[types.ClientCapabilities], None] | None = None
+) -> types.ClientCapabilities:
     caps = copy.deepcopy(client_capabilities(preset))
     if change is not None:
         change(caps)
@@ -89,7 +91,9 @@ async def session(
 ) -> AsyncIterator[tuple[LanguageClient, types.InitializeResult]]:
     """A server process and an initialized client with these capabilities and workspace folders.
     `configuration`: scope uri ("" = global) -> the `fabric-lsp` section the client answers."""
-    config = ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env(**(env or {})), client_factory=make_client)
+    config = ClientServerConfig(
+        server_command=SERVER_COMMAND, server_env=server_env(**(env or {})), client_factory=make_client
+    )
     client = await config.start()
     try:
         for scope, section in (configuration or {}).items():
@@ -105,6 +109,10 @@ async def session(
         yield client, result
         await asyncio.wait_for(client.shutdown_session(), TIMEOUT)
     finally:
+        # After a failure there was no shutdown/exit: the client's stop() would wait for ever.
+        server = client._server
+        if server is not None and server.returncode is None:
+            server.kill()
         await client.stop()
 
 
@@ -208,7 +216,9 @@ def lsp_position(text: str, line: int, column: int, encoding: str) -> types.Posi
     return types.Position(line=line, character=code_units(lines_of(text)[line][:column], encoding))
 
 
-def find_position(text: str, needle: str, encoding: str, occurrence: int = 0, line_containing: str | None = None) -> types.Range:
+def find_position(
+    text: str, needle: str, encoding: str, occurrence: int = 0, line_containing: str | None = None
+) -> types.Range:
     """The LSP range of `needle` (its n-th occurrence, optionally on the first line containing
     `line_containing`)."""
     for number, line in enumerate(lines_of(text)):
@@ -252,7 +262,10 @@ def offset(text: str, position: types.Position, encoding: str) -> int:
 
 def apply_edits(text: str, edits: list[types.TextEdit], encoding: str) -> str:
     spans = sorted(
-        ((offset(text, e.range.start, encoding), offset(text, e.range.end, encoding), i, e.new_text) for i, e in enumerate(edits)),
+        (
+            (offset(text, e.range.start, encoding), offset(text, e.range.end, encoding), i, e.new_text)
+            for i, e in enumerate(edits)
+        ),
         key=lambda s: (s[0], s[1], s[2]),
     )
     out, cursor = [], 0
@@ -285,10 +298,15 @@ async def resolved(client: LanguageClient, action: types.CodeAction) -> types.Co
 
 
 async def code_actions(
-    client: LanguageClient, uri: str, diagnostics_: list[types.Diagnostic], only: list[str] | None = None,
+    client: LanguageClient,
+    uri: str,
+    diagnostics_: list[types.Diagnostic],
+    only: list[str] | None = None,
     range_: types.Range | None = None,
 ) -> list[types.CodeAction]:
-    rng = range_ or (diagnostics_[0].range if diagnostics_ else types.Range(start=types.Position(0, 0), end=types.Position(0, 0)))
+    rng = range_ or (
+        diagnostics_[0].range if diagnostics_ else types.Range(start=types.Position(0, 0), end=types.Position(0, 0))
+    )
     result = await asyncio.wait_for(
         client.text_document_code_action_async(
             types.CodeActionParams(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-from lsprotocol import types
-
 from fabric_lsp.records import default_records
 from lspkit import (
     capabilities,
@@ -22,6 +20,7 @@ from lspkit import (
     session,
     wait_until,
 )
+from lsprotocol import types
 
 LABEL = re.compile(r"# expect: (FAB\d{3}) (error|warning|hint)\b")
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
@@ -103,15 +102,24 @@ async def test_pull_client_gets_no_push_and_real_unchanged_reports(tmp_path):
         fixed = text.replace("model.generate(data", "model.module.generate(data")
         replace_text(client, uri, 3, fixed)
         changed = await pull(first.result_id)
-        assert changed.kind == "full" and changed.items == [] and changed.result_id != first.result_id
+        assert changed.kind == "full" and list(changed.items) == [] and changed.result_id != first.result_id
 
         # workspace/diagnostic covers the open documents, with the same ids and the version.
         report = await client.workspace_diagnostic_async(
-            types.WorkspaceDiagnosticParams(previous_result_ids=[types.PreviousResultId(uri=uri, value=changed.result_id)])
+            types.WorkspaceDiagnosticParams(
+                previous_result_ids=[types.PreviousResultId(uri=uri, value=changed.result_id)]
+            )
         )
         assert [(item.uri, item.kind, item.version) for item in report.items] == [(uri, "unchanged", 3)]
         report = await client.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
-        assert [(item.uri, item.kind, item.items) for item in report.items] == [(uri, "full", [])]
+        assert [(item.uri, item.kind, list(item.items)) for item in report.items] == [(uri, "full", [])]
+
+        # A closed file gets one empty workspace report, so that the client drops what it had.
+        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc))
+        report = await client.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
+        assert [(item.uri, item.kind, list(item.items)) for item in report.items] == [(uri, "full", [])]
+        report = await client.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
+        assert list(report.items) == []
 
         await asyncio.sleep(0.5)  # nothing may arrive late either
         assert client.published == []
@@ -125,14 +133,18 @@ async def test_push_carries_the_version_and_close_clears(preset, tmp_path):
         found = await diagnostics(client, uri, version=7)
         assert [d.code for d in found] == ["FAB003"]
         published_before_close = len(client.published)
-        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
         if is_pull(client):
             await asyncio.sleep(0.3)
             assert client.published == []
         else:
             assert [p.version for p in pushes(client, uri)][0] == 7
-            cleared = await wait_until(lambda: pushes(client, uri, published_before_close), message="clearing publication")
-            assert cleared[-1].diagnostics == []
+            cleared = await wait_until(
+                lambda: pushes(client, uri, published_before_close), message="clearing publication"
+            )
+            assert list(cleared[-1].diagnostics) == []
 
 
 async def test_related_information_folded_into_the_message_when_unsupported(tmp_path):

@@ -64,7 +64,7 @@ if (compiled.length) {
   console.error(`bundle-python: compiled files in the bundle:\n${compiled.join("\n")}`);
   process.exit(1);
 }
-run(["-I", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(libs)}); import fabric_lsp.cli, pygls, lsprotocol, jedi; print("bundled:", fabric_lsp.__version__, "from", fabric_lsp.__file__)`]);
+run(["-I", "-B", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(libs)}); import fabric_lsp.cli, pygls, lsprotocol, jedi; print("bundled:", fabric_lsp.__version__, "from", fabric_lsp.__file__)`]);
 if (!existsSync(join(libs, "fabric_lsp", "records", "data"))) {
   console.error("bundle-python: the records (package data) are missing from the bundle");
   process.exit(1);

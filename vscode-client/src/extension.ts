@@ -239,6 +239,7 @@ class FabricLsp implements vscode.Disposable {
       return;
     }
     this.starts += 1;
+    this.notifiedNoPython = false; // a later failure deserves its own notification
     const info = client.initializeResult?.serverInfo;
     this.log.info(`server running: ${info?.name ?? "fabric-lsp"} ${info?.version ?? ""}`.trimEnd());
     this.setStatus("running");

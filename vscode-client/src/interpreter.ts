@@ -17,7 +17,7 @@ export interface ProbeResult {
   version?: string;
   /** sys.executable as the interpreter reports it. */
   executable?: string;
-  /** Why it cannot run the server, in words. */
+  /** Why it cannot run the server, as a verb phrase ("does not exist", "is Python 3.8.18; ..."). */
   reason?: string;
 }
 
@@ -33,9 +33,9 @@ export function probePython(command: string, timeoutMs = 15000): Promise<ProbeRe
         const code = (error as NodeJS.ErrnoException).code;
         const reason =
           code === "ENOENT"
-            ? "not found"
+            ? "does not exist"
             : code === "EACCES"
-              ? "not executable"
+              ? "is not executable"
               : error.killed
                 ? `did not answer within ${timeoutMs / 1000} s`
                 : `failed to run (${error.message.split("\n")[0]})`;

@@ -90,7 +90,7 @@ describe("probePython", () => {
 
   it("rejects a program that is not Python, and a missing file", async () => {
     assert.match((await probePython(notPython)).reason!, /is not a Python interpreter/);
-    assert.equal((await probePython(path.join(dir, "missing"))).reason, "not found");
+    assert.equal((await probePython(path.join(dir, "missing"))).reason, "does not exist");
   });
 });
 
@@ -121,6 +121,11 @@ describe("resolveLaunch order", () => {
     if (!fs.existsSync(venvPython)) fs.symlinkSync(realPython!, venvPython);
     const plan = ok(await resolveLaunch(inputs({ interpreter: "${workspaceFolder}/.venv/bin/python" })));
     assert.equal(plan.command, venvPython);
+  });
+
+  it("says a missing interpreter does not exist", async () => {
+    const failure = failed(await resolveLaunch(inputs({ interpreter: "/nonexistent/bin/python3" })));
+    assert.match(failure.message, /^fabric-lsp\.interpreter is set to "\/nonexistent\/bin\/python3", which does not exist\. Install Python 3\.10/);
   });
 
   it("does not fall back when fabric-lsp.interpreter is unusable: the notification names the setting", async () => {

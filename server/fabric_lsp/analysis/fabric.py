@@ -20,6 +20,7 @@ from fabric_lsp.analysis.classes import (
     decorator_kind,
     module_level_function,
 )
+from fabric_lsp.analysis.nodes import statement_children, walk
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import strategy_wraps
 from fabric_lsp.findings import Span
@@ -98,11 +99,15 @@ class Scope:
     cls: ast.ClassDef | None  # the class a method belongs to
 
     def statements(self) -> list[ast.stmt]:
-        """Statements of this scope, nested blocks included, nested defs excluded."""
+        """Statements of this scope, nested blocks included, nested defs excluded (computed once:
+        callers ask for every name they look up, which made long scripts quadratic)."""
+        cached = self.__dict__.get("_statements")
+        if cached is not None:
+            return cached
         found: list[ast.stmt] = []
         pending = list(getattr(self.node, "body", []))
         while pending:
-            statement = pending.pop(0)
+            statement = pending.pop()  # order does not matter (sorted below); pop(0) is quadratic
             found.append(statement)
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -113,33 +118,48 @@ class Scope:
                     elif hasattr(child, "body"):
                         pending.extend(child.body)
         found.sort(key=lambda node: (node.lineno, node.col_offset))
+        self.__dict__["_statements"] = found
         return found
 
     def expressions(self) -> list[ast.AST]:
-        """All expression nodes of this scope (not of nested defs)."""
+        """All expression nodes of this scope (not of nested defs), computed once per scope."""
+        cached = self.__dict__.get("_expressions")
+        if cached is not None:
+            return cached
         nodes: list[ast.AST] = []
         for statement in self.statements():
             for child in ast.iter_child_nodes(statement):
                 if isinstance(child, ast.stmt):
                     continue
-                nodes.extend(ast.walk(child))
+                nodes.extend(walk(child))  # ast.walk's order, faster
+        self.__dict__["_expressions"] = nodes
         return nodes
 
 
 def scopes_of(tree: ast.Module) -> list[Scope]:
     scopes = [Scope(tree, None, None)]
 
-    def visit(node: ast.AST, cls: ast.ClassDef | None) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(node: ast.AST, cls: ast.ClassDef | None, found: list[Scope]) -> None:
+        # defs and classes are statements: only statement-holding children can contain them.
+        for child in statement_children(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                scopes.append(Scope(child, child, cls))
-                visit(child, None)
+                found.append(Scope(child, child, cls))
+                visit(child, None, found)
             elif isinstance(child, ast.ClassDef):
-                visit(child, child)
+                visit(child, child, found)
             else:
-                visit(child, cls)
+                visit(child, cls, found)
 
-    visit(tree, None)
+    # The scopes under each top-level statement are kept on it: after an edit the tree shares the
+    # untouched statements with the previous one (analysis.incremental), and so their scopes, with
+    # the statements/expressions/events those scopes computed, are not computed again.
+    for statement in statement_children(tree):
+        under = statement.__dict__.get("_fabric_lsp_scopes")
+        if under is None:
+            under = []
+            visit(ast.Module(body=[statement], type_ignores=[]), None, under)
+            statement.__dict__["_fabric_lsp_scopes"] = under
+        scopes.extend(under)
     return scopes
 
 
@@ -503,15 +523,18 @@ class FabricAnalyzer:
 
     def _replay(self, scope: Scope, facts: FabricFacts, module_wrapped: dict, class_wrapped: dict) -> None:
         # Events: (position, order, kind, payload). Bindings take effect at the statement's end.
-        events: list[tuple[tuple[int, int], int, str, object]] = []
-        for statement in scope.statements():
-            end = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
-            for target, value in assignments(statement):
-                events.append((end, 1, "bind", (statement, target, value)))
-        for node in scope.expressions():
-            if isinstance(node, ast.Call):
-                events.append(((node.lineno, node.col_offset), 0, "call", node))
-        events.sort(key=lambda event: (event[0], event[1]))
+        events: list[tuple[tuple[int, int], int, str, object]] | None = scope.__dict__.get("_replay_events")
+        if events is None:  # a function of the scope alone: kept with it (see scopes_of)
+            events = []
+            for statement in scope.statements():
+                end = (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
+                for target, value in assignments(statement):
+                    events.append((end, 1, "bind", (statement, target, value)))
+            for node in scope.expressions():
+                if isinstance(node, ast.Call):
+                    events.append(((node.lineno, node.col_offset), 0, "call", node))
+            events.sort(key=lambda event: (event[0], event[1]))
+            scope.__dict__["_replay_events"] = events
 
         local: dict[str, WrappedModel | None] = {}
         marked: dict[int, set[str]] = {}
@@ -634,13 +657,20 @@ def _last_assignment(scope: Scope, name: str, before: tuple[int, int] | None) ->
 
 
 def _last_assignment_statement(scope: Scope, name: str, before: tuple[int, int] | None) -> tuple[ast.stmt, ast.expr] | None:
+    # Indexed by name once per scope: a scan per lookup made long scripts quadratic.
+    index = scope.__dict__.get("_assignments_by_name")
+    if index is None:
+        index = {}
+        for statement in scope.statements():
+            for target, value in assignments(statement):
+                if isinstance(target, ast.Name):
+                    index.setdefault(target.id, []).append((statement, value))
+        scope.__dict__["_assignments_by_name"] = index
     found = None
-    for statement in scope.statements():
+    for statement, value in index.get(name, ()):
         if before is not None and (statement.lineno, statement.col_offset) >= before:
             break
-        for target, value in assignments(statement):
-            if isinstance(target, ast.Name) and target.id == name:
-                found = (statement, value)
+        found = (statement, value)
     return found
 
 

@@ -350,8 +350,10 @@ def _constructor_calls(value: ast.AST) -> list[ast.Call]:
     (e.g. `nn.Linear(d, d)` yields only itself; `nn.Sequential(A(), B())` yields all three)."""
     calls: list[ast.Call] = []
     pending: list[ast.AST] = [value]
-    while pending:
-        node = pending.pop(0)
+    index = 0  # breadth-first by index: pop(0) is quadratic on huge literals
+    while index < len(pending):
+        node = pending[index]
+        index += 1
         if isinstance(node, ast.Call):
             calls.append(node)
             pending.extend(node.args)

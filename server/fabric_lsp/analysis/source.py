@@ -78,8 +78,24 @@ class SourceFile:
             return self.span(node)
         return Span(self.path, Position(node.lineno - 1, index), Position(node.lineno - 1, index + len(name)))
 
+    @cached_property
+    def _line_offsets(self) -> list[int]:
+        """Offset of each line's first character in `text` (same line breaks as `lines`)."""
+        offsets = [0]
+        offsets.extend(match.end() for match in _LINE_BREAK.finditer(self.text))
+        return offsets
+
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        # Same text as ast.get_source_segment, without splitting the whole file on every call.
+        end_lineno, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_lineno is None or end_col is None or getattr(node, "lineno", None) is None:
+            return ""
+        offsets = self._line_offsets
+        if not (1 <= node.lineno <= end_lineno <= len(offsets)):
+            return ""
+        start = offsets[node.lineno - 1] + self.char_col(node.lineno, node.col_offset)
+        end = offsets[end_lineno - 1] + self.char_col(end_lineno, end_col)
+        return self.text[start:end]
 
     def indentation(self, lineno: int) -> str:
         line = self.line(lineno)
@@ -88,24 +104,26 @@ class SourceFile:
 
 MAX_IMPORTED_FILE_SIZE = 4 * 1024 * 1024
 _parse_lock = threading.Lock()
-_parsed_files: dict[str, tuple[float, int, SourceFile]] = {}
+_parsed_files: dict[str, tuple[tuple[int, int, int, int], SourceFile]] = {}
 
 
 def parse_file(path: str) -> SourceFile | None:
-    """Parse a file from disk, cached by (mtime, size). Used for modules other than the one checked."""
+    """Parse a file from disk, cached by file identity. Used for modules other than the one checked."""
     path = os.path.abspath(path)
     try:
         stat = os.stat(path)
     except OSError:
         return None
+    # ctime and inode too: `cp -p`, `rsync -t`, `touch -r` set an old mtime back on new content.
+    identity = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
     with _parse_lock:
         cached = _parsed_files.get(path)
-        if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
-            return cached[2]
+        if cached and cached[0] == identity:
+            return cached[1]
     decoded, _ = read_source(path, MAX_IMPORTED_FILE_SIZE)
     if decoded is None:
         return None  # unreadable, binary, undecodable or huge: such a module tells us nothing
     source = SourceFile.parse(path, decoded.text)
     with _parse_lock:
-        _parsed_files[path] = (stat.st_mtime, stat.st_size, source)
+        _parsed_files[path] = (identity, source)
     return source

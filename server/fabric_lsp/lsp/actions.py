@@ -62,17 +62,20 @@ def _same_range(a: types.Range, b: types.Range) -> bool:
     )
 
 
-def diagnostic_data(diagnostic: types.Diagnostic, doc: Document) -> dict[str, Any] | None:
-    """The diagnostic's data; for a client that drops `data`, the data of the equal diagnostic of
-    the document's last analysis."""
-    data = our_data(diagnostic)
-    if data is not None:
-        return data
-    if diagnostic.source != SOURCE or doc.result is None:
+def diagnostic_data(diagnostic: types.Diagnostic, doc: Document) -> tuple[dict[str, Any], int | None] | None:
+    """The diagnostic's data and the document version its edits are for: the version of the last
+    analysis, which must have produced this same diagnostic (else it is stale and gets no action).
+    For a client that drops `data`, the data of the equal diagnostic (code and range) is used."""
+    result = doc.result
+    if result is None or diagnostic.source != SOURCE:
         return None
-    for known in doc.result.diagnostics:
-        if known.code == diagnostic.code and _same_range(known.range, diagnostic.range):
-            return our_data(known)
+    data = our_data(diagnostic)
+    for known in result.diagnostics:
+        known_data = our_data(known)
+        if known_data is None or known.code != diagnostic.code or not _same_range(known.range, diagnostic.range):
+            continue
+        if data is None or data == known_data:
+            return known_data, result.version
     return None
 
 
@@ -87,9 +90,10 @@ def code_actions(
     if kind_wanted(types.CodeActionKind.QuickFix, only):
         seen: set[tuple[str, str]] = set()
         for diagnostic in params.context.diagnostics:
-            data = diagnostic_data(diagnostic, doc)
-            if data is None:
+            found = diagnostic_data(diagnostic, doc)
+            if found is None:
                 continue
+            data, version = found
             fix = data.get("fix")
             if fix and ("fix", repr(fix)) not in seen:
                 seen.add(("fix", repr(fix)))
@@ -102,7 +106,7 @@ def code_actions(
                         features=features,
                         versions=versions,
                         doc=doc,
-                        data=data,
+                        version=version,
                     )
                 )
             noqa = data.get("noqa")
@@ -110,8 +114,14 @@ def code_actions(
                 seen.add(("noqa", repr(noqa)))
                 actions.append(
                     _action(
-                        noqa["title"], diagnostic, [noqa["edit"]], preferred=False,
-                        features=features, versions=versions, doc=doc, data=data,
+                        noqa["title"],
+                        diagnostic,
+                        [noqa["edit"]],
+                        preferred=False,
+                        features=features,
+                        versions=versions,
+                        doc=doc,
+                        version=version,
                     )
                 )
     if kind_wanted(FIX_ALL_KIND, only) and doc.result is not None and _safe_fixes(doc.result):
@@ -134,7 +144,7 @@ def _action(
     features: ClientFeatures,
     versions: Callable[[str], int | None],
     doc: Document,
-    data: Mapping[str, Any],
+    version: int | None,
 ) -> types.CodeAction:
     action = types.CodeAction(
         title=title,
@@ -143,7 +153,7 @@ def _action(
         is_preferred=preferred or None,
     )
     # The version the edits were computed for: the client refuses them if its text moved on.
-    version_of = {doc.uri: data.get("version")}
+    version_of = {doc.uri: version}
     edit_versions = {edit["uri"]: version_of.get(edit["uri"], versions(edit["uri"])) for edit in edits}
     if features.resolve_edit:
         action.data = {"source": SOURCE, "action": "edits", "edits": list(edits), "versions": edit_versions}
@@ -153,13 +163,16 @@ def _action(
 
 
 def _safe_fixes(result: AnalysisResult) -> list[Finding]:
-    return [
-        f for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE
-    ]
+    return [f for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
 
 
-def fix_all_edit(doc: Document, features: ClientFeatures, versions: Callable[[str], int | None],
-                 open_texts: Mapping[str, str] | None = None, open_uris: Mapping[str, str] | None = None) -> types.WorkspaceEdit | None:
+def fix_all_edit(
+    doc: Document,
+    features: ClientFeatures,
+    versions: Callable[[str], int | None],
+    open_texts: Mapping[str, str] | None = None,
+    open_uris: Mapping[str, str] | None = None,
+) -> types.WorkspaceEdit | None:
     """Every safe fix of the document's last analysis that does not overlap an earlier one."""
     result = doc.result
     if result is None:
@@ -181,7 +194,9 @@ def fix_all_edit(doc: Document, features: ClientFeatures, versions: Callable[[st
                 edits.append(edit)
     if not edits:
         return None
-    edit_versions = {edit["uri"]: (result.version if edit["uri"] == doc.uri else versions(edit["uri"])) for edit in edits}
+    edit_versions = {
+        edit["uri"]: (result.version if edit["uri"] == doc.uri else versions(edit["uri"])) for edit in edits
+    }
     return workspace_edit(edits, edit_versions, features)
 
 

@@ -2,7 +2,9 @@
 
 Each diagnostic's `data` carries everything its code actions need -- the fix's edits and the
 "disable for this line" edit, already in LSP form -- so a code action request needs no re-analysis
-(as in ruff's server). Positions inside `data` are plain JSON, in the same encoding.
+(as in ruff's server). Positions inside `data` are plain JSON, in the same encoding. `data` holds
+no document version: equal diagnostics of two versions stay equal, so a pull client is told
+"unchanged" (the result id is a hash of the diagnostics, data included).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
-from fabric_lsp.lsp.positions import LineIndex, UTF16
+from fabric_lsp.lsp.positions import UTF16, LineIndex
 from fabric_lsp.walk import read_source
 
 SOURCE = "fabric-lsp"
@@ -53,8 +55,6 @@ class ClientFeatures:
     configuration: bool = False
     did_change_configuration_dynamic: bool = False
     watched_files_dynamic: bool = False
-    watched_files_relative_pattern: bool = False
-    show_message: bool = True
 
 
 class TextSource:
@@ -169,7 +169,6 @@ def to_diagnostic(
     finding: Finding,
     texts: TextSource,
     features: ClientFeatures,
-    version: int | None,
     record_url: Callable[[str], str | None],
 ) -> types.Diagnostic:
     encoding = features.encoding
@@ -193,7 +192,6 @@ def to_diagnostic(
         "source": SOURCE,
         "schema": DATA_SCHEMA,
         "uri": texts.uri(texts.path),
-        "version": version,
         "code": finding.code,
         "record": finding.record_id,
         "context": dict(finding.context),

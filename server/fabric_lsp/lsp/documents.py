@@ -63,6 +63,7 @@ class Document:
     closed: bool = False
     result: AnalysisResult | None = None
     not_before: float = 0.0  # event-loop time before which a dependent re-analysis waits
+    runner: asyncio.Task[None] | None = None  # the task analysing this document, while it runs
     waiters: list[asyncio.Future[Any]] = field(default_factory=list)
     _index: LineIndex | None = field(default=None, repr=False)
 

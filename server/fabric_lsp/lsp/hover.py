@@ -40,7 +40,9 @@ def noqa_code_at(line: str, character: int) -> tuple[str, int, int] | None:
     return None
 
 
-def render(records: RecordSet, record_id: str | None, code: str, context: dict[str, str] | None, markdown: bool) -> str | None:
+def render(
+    records: RecordSet, record_id: str | None, code: str, context: dict[str, str] | None, markdown: bool
+) -> str | None:
     record = records.by_id(record_id) if record_id else None
     record = record or records.by_code(code)
     if record is None:

@@ -85,7 +85,6 @@ class FabricProtocol(LanguageServerProtocol):
 def client_features(capabilities: types.ClientCapabilities, encoding: str) -> ClientFeatures:
     text = capabilities.text_document
     workspace = capabilities.workspace
-    window = capabilities.window
     publish = text.publish_diagnostics if text else None
     action = text.code_action if text else None
     hover = text.hover if text else None
@@ -108,8 +107,6 @@ def client_features(capabilities: types.ClientCapabilities, encoding: str) -> Cl
         configuration=bool(workspace and workspace.configuration),
         did_change_configuration_dynamic=bool(change_configuration and change_configuration.dynamic_registration),
         watched_files_dynamic=bool(watched and watched.dynamic_registration),
-        watched_files_relative_pattern=bool(watched and watched.relative_pattern_support),
-        show_message=True,
     )
 
 
@@ -148,6 +145,7 @@ class FabricLanguageServer(LanguageServer):
         self.docs: dict[str, Document] = {}
         self.overlays: dict[str, str] = {}  # path -> text of open documents (shared with the engine)
         self.uri_by_path: dict[str, str] = {}
+        self.closed_uris: set[str] = set()  # pull: closed since the last workspace/diagnostic report
         self.features = ClientFeatures()
         self.folders: list[tuple[str, str]] = []  # (uri, path), longest path first
         self.root_path: str | None = None
@@ -159,10 +157,10 @@ class FabricLanguageServer(LanguageServer):
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fabric-lsp-analysis")
         self.analysis_delay = _analysis_delay()
         self.dependents_delay = DEPENDENTS_DELAY
-        self.runners: dict[str, asyncio.Task[None]] = {}
         self.settings_ready: asyncio.Event | None = None
         self._shown: set[str] = set()
-        self._configs: dict[tuple[str, str | None], tuple[Config, tuple[str, ...]]] = {}
+        self._configs: dict[tuple[str, str | None, int], tuple[Config, tuple[str, ...]]] = {}
+        self._settings_epoch = 0  # part of the config cache key: a stale analysis cannot refill it
         self._records: dict[tuple[str, ...], RecordSet] = {}
         self._refresh_handle: asyncio.TimerHandle | None = None
         self._log_handler: ClientLogHandler | None = None
@@ -175,7 +173,9 @@ class FabricLanguageServer(LanguageServer):
             return
         self.log_trace(types.LogTraceParams(message=message, verbose=verbose if trace == "verbose" else None))
 
-    def show_once(self, problems: list[str] | tuple[str, ...], kind: types.MessageType = types.MessageType.Warning) -> None:
+    def show_once(
+        self, problems: list[str] | tuple[str, ...], kind: types.MessageType = types.MessageType.Warning
+    ) -> None:
         """One `window/showMessage` for the problems not shown before (each problem is shown once)."""
         fresh = [p for p in dict.fromkeys(problems) if p not in self._shown]
         if not fresh:
@@ -235,28 +235,28 @@ class FabricLanguageServer(LanguageServer):
             except Exception as error:  # an editor that cannot answer: its other settings still apply
                 log.warning("workspace/configuration failed: %s", error)
                 answers = [None] * len(scopes)
-            answers += [None] * (len(scopes) - len(answers))
-        else:
-            answers = [self.pushed_settings] + [None] * (len(scopes) - 1)
+            answers = (answers + [None] * len(scopes))[: len(scopes)]
+        else:  # settings pushed with didChangeConfiguration apply to every folder
+            answers = [self.pushed_settings] * len(scopes)
         settings: dict[str | None, EditorSettings] = {}
         problems: list[str] = []
-        for (path, uri), answer in zip(scopes, answers):
+        for (path, _), answer in zip(scopes, answers, strict=True):
             base = path or self.root_path
             label = f"folder {path}" if path else None
             settings[path] = editor_settings(self.initialization_options, answer, base, label)
             problems.extend(settings[path].problems)
         self.settings = settings
         self.log_level = settings[None].log_level or DEFAULT_LOG_LEVEL
-        self._configs.clear()
-        self._records.clear()
+        self.forget_configuration()
         if problems:
             self.show_once(problems)
 
     def config_for(self, path: str) -> tuple[Config, EditorSettings]:
         """defaults <- [tool.fabric-lsp] of the nearest pyproject.toml <- editor settings of the folder."""
+        epoch = self._settings_epoch
         folder = self.folder_of(path)
         settings = self.settings_for(path)
-        key = (os.path.dirname(path), folder)
+        key = (os.path.dirname(path), folder, epoch)
         cached = self._configs.get(key)
         if cached is None:
             file_config, problems = load_config(Path(path))
@@ -279,6 +279,7 @@ class FabricLanguageServer(LanguageServer):
         return records
 
     def forget_configuration(self) -> None:
+        self._settings_epoch += 1
         self._configs.clear()
         self._records.clear()
 
@@ -294,9 +295,8 @@ class FabricLanguageServer(LanguageServer):
         loop = asyncio.get_running_loop()
         doc.generation += 1
         doc.not_before = max(doc.not_before, loop.time() + delay) if delay else 0.0
-        task = self.runners.get(doc.uri)
-        if task is None or task.done():
-            self.runners[doc.uri] = loop.create_task(self._runner(doc))
+        if doc.runner is None or doc.runner.done():
+            doc.runner = loop.create_task(self._runner(doc))
 
     def schedule_all(self, delay: float = 0.0, except_uri: str | None = None) -> None:
         for doc in list(self.docs.values()):
@@ -313,12 +313,13 @@ class FabricLanguageServer(LanguageServer):
     async def _runner(self, doc: Document) -> None:
         loop = asyncio.get_running_loop()
         try:
-            await self._wait_settings()
             while not doc.closed:
                 wait = doc.not_before - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
                     continue
+                if self.settings_ready is not None and not self.settings_ready.is_set():
+                    await self._wait_settings()  # then analyse, with whatever settings there are
                 snapshot = doc.snapshot()
                 open_uris = dict(self.uri_by_path)
                 try:
@@ -337,8 +338,8 @@ class FabricLanguageServer(LanguageServer):
         except Exception:
             log.exception("analysis of %s failed", doc.uri)
         finally:
-            if self.runners.get(doc.uri) is asyncio.current_task():
-                del self.runners[doc.uri]
+            if doc.runner is asyncio.current_task():
+                doc.runner = None
 
     def _analyse(self, doc: Document, snapshot: Snapshot, open_uris: Mapping[str, str]) -> AnalysisResult | None:
         """Worker thread. None when the snapshot went stale before the work started."""
@@ -363,10 +364,13 @@ class FabricLanguageServer(LanguageServer):
                 workspace = workspace_for(config)
                 if workspace.overlays is not self.overlays:
                     workspace.overlays = self.overlays  # unsaved buffers, seen by every analysis
+                    log.info("analysing %s against the interpreter %s", workspace.root, workspace.python)
                 for problem in workspace.problems:
                     self._call_in_loop(self.show_once, [f"fabric-lsp: {problem}"])
                 findings = tuple(
-                    f for f in check_source(snapshot.path, snapshot.text, config, workspace) if f.span.path == snapshot.path
+                    f
+                    for f in check_source(snapshot.path, snapshot.text, config, workspace)
+                    if f.span.path == snapshot.path
                 )
             texts = TextSource(snapshot.path, snapshot.uri, snapshot.text, self.overlays, open_uris)
 
@@ -374,12 +378,14 @@ class FabricLanguageServer(LanguageServer):
                 record = records.by_id(record_id)
                 return record.github_url if record else None
 
-            diagnostics = [to_diagnostic(f, texts, self.features, snapshot.version, url_of) for f in findings]
+            diagnostics = [to_diagnostic(f, texts, self.features, url_of) for f in findings]
         except Exception:  # one file's crash must not stop the server: report nothing for it
             log.exception("%s: analysis failed", snapshot.path)
             findings, diagnostics = (), []
         elapsed = (time.perf_counter() - started) * 1000
-        log.debug("%s: version %s analysed in %.0f ms: %d finding(s)", snapshot.uri, snapshot.version, elapsed, len(findings))
+        log.debug(
+            "%s: version %s analysed in %.0f ms: %d finding(s)", snapshot.uri, snapshot.version, elapsed, len(findings)
+        )
         return AnalysisResult(
             generation=snapshot.generation,
             version=snapshot.version,
@@ -421,8 +427,7 @@ class FabricLanguageServer(LanguageServer):
             result = doc.current_result()
             if result is not None:
                 return result
-            task = self.runners.get(doc.uri)
-            if task is None or task.done():
+            if doc.runner is None or doc.runner.done():
                 if not doc.is_python:
                     return None
                 self.schedule(doc)
@@ -507,14 +512,17 @@ def create_server() -> FabricLanguageServer:
     def initialize(params: types.InitializeParams) -> None:
         server._event_loop = asyncio.get_running_loop()
         server.settings_ready = asyncio.Event()
-        handler = ClientLogHandler(server, server._event_loop)
-        logging.getLogger("fabric_lsp").addHandler(handler)
-        server._log_handler = handler
+        package_logger = logging.getLogger("fabric_lsp")
+        if server._log_handler is not None:
+            package_logger.removeHandler(server._log_handler)
+        server._log_handler = ClientLogHandler(server, server._event_loop)
+        package_logger.addHandler(server._log_handler)
         encoding = encoding_name(server.workspace.position_encoding)
         server.features = client_features(params.capabilities, encoding)
         server.initialization_options = params.initialization_options
-        server.set_folders(_folders_from(params))
-        server.root_path = server.folders[-1][1] if server.folders else None
+        folders = _folders_from(params)
+        server.set_folders(folders)
+        server.root_path = folders[0][1] if folders else None
         if params.trace is not None:
             server.protocol.trace = params.trace
         # Settings from initializationOptions right away; workspace/configuration after `initialized`.
@@ -619,6 +627,7 @@ def create_server() -> FabricLanguageServer:
             previous.resolve_waiters()
         doc = Document(item.uri, uri_to_path(item.uri), item.language_id, item.version, item.text)
         server.docs[item.uri] = doc
+        server.closed_uris.discard(item.uri)
         if not doc.is_python:
             return
         if doc.path:
@@ -667,7 +676,11 @@ def create_server() -> FabricLanguageServer:
             server.overlays.pop(doc.path, None)
         if not doc.is_python:
             return
-        if not server.features.pull_diagnostics:
+        if server.features.pull_diagnostics:
+            # A client pulling workspace diagnostics keeps a closed file's last ones until a
+            # workspace report says otherwise (vscode-languageclient does).
+            server.closed_uris.add(doc.uri)
+        else:
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
         server.schedule_all(server.dependents_delay)  # the file on disk replaces the buffer
 
@@ -688,8 +701,20 @@ def create_server() -> FabricLanguageServer:
         settings = params.settings
         if isinstance(settings, Mapping) and SECTION in settings:
             server.pushed_settings = settings[SECTION]
-        await server.refresh_settings()
+        await _with_new_settings()
+
+    async def _with_new_settings() -> None:
+        """Re-read the settings and re-analyse everything. Analyses (and the requests waiting for
+        them) hold until the new settings are in."""
+        ready = server.settings_ready
+        if ready is not None:
+            ready.clear()
         server.schedule_all()
+        try:
+            await server.refresh_settings()
+        finally:
+            if ready is not None:
+                ready.set()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     @guarded()
@@ -702,8 +727,7 @@ def create_server() -> FabricLanguageServer:
             if path:
                 folders[added.uri] = path
         server.set_folders(list(folders.items()))
-        await server.refresh_settings()
-        server.schedule_all()
+        await _with_new_settings()
 
     # -- diagnostics (pull; registered in `initialize` when the client supports it) -------------
     @guarded()
@@ -738,6 +762,9 @@ def create_server() -> FabricLanguageServer:
                         uri=doc.uri, version=result.version, items=result.diagnostics, result_id=result.result_id
                     )
                 )
+        for uri in sorted(server.closed_uris - set(server.docs)):
+            items.append(types.WorkspaceFullDocumentDiagnosticReport(uri=uri, version=None, items=[]))
+        server.closed_uris.clear()
         return types.WorkspaceDiagnosticReport(items=items)
 
     # -- code actions and hover -----------------------------------------------------------------
@@ -752,6 +779,8 @@ def create_server() -> FabricLanguageServer:
             return None
         if code_actions_module.kind_wanted(code_actions_module.FIX_ALL_KIND, params.context.only):
             await server.settled_result(doc, timeout=2.0)
+        if not server.features.code_action_literals:
+            return None  # a client that only runs commands; every editor we know takes literals
         return code_actions(params, doc, server.features, server.version_of) or None
 
     @server.feature(types.CODE_ACTION_RESOLVE)
@@ -770,8 +799,13 @@ def create_server() -> FabricLanguageServer:
         config, _ = server.config_for(doc.analysis_path)
         records = server.records_for(config)
         return hover_at(
-            findings, doc.analysis_path, doc.index, params.position, server.features.encoding,
-            records, server.features.markdown_hover,
+            findings,
+            doc.analysis_path,
+            doc.index,
+            params.position,
+            server.features.encoding,
+            records,
+            server.features.markdown_hover,
         )
 
     # -- commands -------------------------------------------------------------------------------
@@ -785,7 +819,10 @@ def create_server() -> FabricLanguageServer:
                 query = query.get("query") or query.get("code") or query.get("message")
             if not isinstance(query, str) or not query.strip():
                 server.window_show_message(
-                    types.ShowMessageParams(type=types.MessageType.Warning, message=f"{EXPLAIN_COMMAND}: give a rule code or an error message")
+                    types.ShowMessageParams(
+                        type=types.MessageType.Warning,
+                        message=f"{EXPLAIN_COMMAND}: give a rule code or an error message",
+                    )
                 )
                 return None
             query = query.strip()
@@ -800,7 +837,9 @@ def create_server() -> FabricLanguageServer:
                     record, context = match.record, match.context
             if record is None:
                 server.window_show_message(
-                    types.ShowMessageParams(type=types.MessageType.Warning, message=f"fabric-lsp: no rule or record matches {query[:200]!r}")
+                    types.ShowMessageParams(
+                        type=types.MessageType.Warning, message=f"fabric-lsp: no rule or record matches {query[:200]!r}"
+                    )
                 )
                 return None
             code = rule.code if rule else record.code
@@ -823,11 +862,8 @@ def create_server() -> FabricLanguageServer:
         """Re-read the settings and re-check every open document; returns when their diagnostics are
         out (or after a timeout)."""
         try:
-            await server.refresh_settings()
-            server.forget_configuration()
+            await _with_new_settings()
             docs = [doc for doc in server.docs.values() if doc.is_python]
-            for doc in docs:
-                server.schedule(doc)
             try:
                 await asyncio.wait_for(asyncio.gather(*(server.current_result(doc) for doc in docs)), 60)
             except asyncio.TimeoutError:

@@ -71,7 +71,9 @@ def _parse_layer(raw: Any, folder: str | None, source: str) -> tuple[dict[str, A
             if isinstance(value, bool):
                 server_values["enable"] = value
             else:
-                problems.append(f"fabric-lsp: config: {source}: enable: expected true or false, got {value!r}; not overriding")
+                problems.append(
+                    f"fabric-lsp: config: {source}: enable: expected true or false, got {value!r}; not overriding"
+                )
         elif key == "log-level":
             if isinstance(value, str) and value.lower() in LOG_LEVELS:
                 server_values["log-level"] = value.lower()

@@ -1,0 +1,111 @@
+"""Language-server measurements through a real client over stdio: warm edit latency, cold start,
+memory under a long edit replay. Each returns plain numbers; run.py prints the table."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from edits import Typist
+from generate import no_fabric_script, training_script, write_tree
+from lsp_client import ServerProcess
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def server_command() -> list[str]:
+    return [sys.executable, "-m", "fabric_lsp", "serve"]
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "server"), env.get("PYTHONPATH")) if p)
+    env.pop("VIRTUAL_ENV", None)  # analyse against the interpreter running the server (torch + lightning)
+    env.pop("FABRIC_LSP_TEST_ANALYSIS_DELAY", None)
+    env.update(extra or {})
+    return env
+
+
+def parse_seconds(text: str, repeat: int = 1) -> float:
+    """Median wall time of ast.parse(text), the floor of any Python-based analysis."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        ast.parse(text)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def make_workspace(base: Path, name: str) -> Path:
+    root = base / name
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "bench"\nversion = "0"\n\n[tool.fabric-lsp]\n')
+    return root
+
+
+def edit_latency(base: Path, text: str, name: str, edits: int = 300, warmup: int = 30, pause: float = 0.02) -> dict:
+    """Open `text`, type `edits` keystrokes, each time waiting for the publishDiagnostics of that
+    version; between keystrokes time ast.parse on the current text (same process, same moments)."""
+    root = make_workspace(base, f"edit-{name}")
+    path = root / "train.py"
+    path.write_text(text)
+    server = ServerProcess(server_command(), str(root), server_env())
+    try:
+        server.initialize(str(root))
+        uri = server.did_open(str(path), text, version=1)
+        _, first = server.wait_for_diagnostics(uri, 1, timeout=300)
+        typist = Typist(text)
+        latencies: list[float] = []
+        parses: list[float] = []
+        version = 1
+        findings = len(first["diagnostics"])
+        for index in range(warmup + edits):
+            stroke = typist.next()
+            version += 1
+            after = server.published_count()
+            end_line = stroke.line if stroke.end_line is None else stroke.end_line
+            sent = time.perf_counter()
+            server.did_change(uri, version, (stroke.line, stroke.start), (end_line, stroke.end), stroke.text)
+            arrived, params = server.wait_for_diagnostics(uri, version, after=after)
+            if index >= warmup:
+                latencies.append(arrived - sent)
+                findings = len(params["diagnostics"])
+            time.sleep(pause)
+            if index >= warmup:
+                gc.collect()
+                parses.append(parse_seconds(typist.text))
+            time.sleep(pause)
+        return {
+            "p50": percentile(latencies, 0.5),
+            "p95": percentile(latencies, 0.95),
+            "parse": statistics.median(parses),
+            "edits": edits,
+            "lines": text.count("\n"),
+            "findings": findings,
+            "rss": server.rss_bytes(),
+        }
+    finally:
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    base = REPO / "artifacts" / "bench"
+    base.mkdir(parents=True, exist_ok=True)
+    for label, text in (("fabric", training_script()), ("plain", no_fabric_script())):
+        result = edit_latency(base, text, label, edits=int(os.environ.get("EDITS", "100")))
+        print(label, {k: (round(v * 1000, 2) if isinstance(v, float) else v) for k, v in result.items()},
+              "ratio p50 %.2f p95 %.2f" % (result["p50"] / result["parse"], result["p95"] / result["parse"]))

