@@ -78,3 +78,15 @@ clean:
 
 clean-tools:
 	rm -rf $(TOOLS) vscode-client/node_modules
+
+# Performance targets of issue 5, measured in one run and printed as one table (about 5 minutes;
+# inputs generated under artifacts/bench/). ruff is installed as a reference point.
+STAMP_BENCH := $(VENV)/.bench-installed
+.PHONY: bench
+
+$(STAMP_BENCH): $(STAMP_TEST)
+	$(BIN)/python -m pip install --quiet 'ruff==0.17.5'
+	touch $@
+
+bench: $(STAMP_BENCH)
+	$(BIN)/python benchmarks/run.py

@@ -109,3 +109,76 @@ if __name__ == "__main__":
         result = edit_latency(base, text, label, edits=int(os.environ.get("EDITS", "100")))
         print(label, {k: (round(v * 1000, 2) if isinstance(v, float) else v) for k, v in result.items()},
               "ratio p50 %.2f p95 %.2f" % (result["p50"] / result["parse"], result["p95"] / result["parse"]))
+
+
+def cold_start(base: Path, text: str, env_extra: dict[str, str] | None = None, fresh: bool = False) -> dict:
+    """Spawn the server, `initialize` + `didOpen`, until the first diagnostics. `fresh`: a new
+    project folder (no .fabric-lsp-cache); otherwise what an earlier run persisted stays."""
+    root = base / "cold"
+    if fresh or not root.exists():
+        root = make_workspace(base, "cold")
+    path = root / "train.py"
+    path.write_text(text)
+    started = time.perf_counter()
+    server = ServerProcess(server_command(), str(root), server_env(env_extra))
+    try:
+        server.initialize(str(root))
+        initialized = time.perf_counter()
+        uri = server.did_open(str(path), text, version=1)
+        arrived, params = server.wait_for_diagnostics(uri, 1, timeout=300)
+        return {"seconds": arrived - started, "initialize": initialized - started, "findings": len(params["diagnostics"])}
+    finally:
+        server.shutdown()
+
+
+def memory_replay(base: Path, edits: int = 5000, files: int = 20, per_session: int = 25, sample_every: int = 250) -> dict:
+    """Open `files` documents (training scripts and project modules importing each other), type
+    `edits` keystrokes over them in sessions of `per_session` (each waiting for its diagnostics),
+    and sample the server's RSS. Ends by checking the last diagnostics against a fresh analysis."""
+    root = make_workspace(base, "memory")
+    tree_root = root / "tree"
+    written = write_tree(str(tree_root), files=80, seed=23, per_project=80)
+    project_files = [Path(p) for p in written if p.endswith(".py") and "/models/" in p and not p.endswith("__init__.py")]
+    project_files += [Path(p) for p in written if "/scripts/" in p]
+    chosen = project_files[: files // 2]
+    for index in range(files - len(chosen)):
+        path = root / f"train_{index}.py"
+        path.write_text(training_script(lines=400 + 150 * index, seed=100 + index))
+        chosen.append(path)
+    server = ServerProcess(server_command(), str(root), server_env())
+    try:
+        server.initialize(str(root))
+        documents = []
+        for path in chosen:
+            text = path.read_text()
+            uri = server.did_open(str(path), text, version=1)
+            documents.append({"uri": uri, "path": path, "typist": Typist(text, seed=len(documents)), "version": 1})
+        for document in documents:
+            server.wait_for_diagnostics(document["uri"], 1, timeout=300)
+        samples: list[tuple[int, int]] = [(0, server.rss_bytes())]
+        started = time.perf_counter()
+        order = list(range(len(documents)))
+        done = 0
+        session = 0
+        while done < edits:
+            document = documents[order[session % len(order)]]
+            session += 1
+            for _ in range(min(per_session, edits - done)):
+                stroke = document["typist"].next()
+                document["version"] += 1
+                after = server.published_count()
+                end_line = stroke.line if stroke.end_line is None else stroke.end_line
+                server.did_change(document["uri"], document["version"], (stroke.line, stroke.start), (end_line, stroke.end), stroke.text)
+                server.wait_for_diagnostics(document["uri"], document["version"], after=after)
+                done += 1
+                if done % sample_every == 0:
+                    samples.append((done, server.rss_bytes()))
+        seconds = time.perf_counter() - started
+        time.sleep(1.0)  # let the dependents' re-analysis settle
+        final = {}
+        for document in documents:
+            latest = [p for _, p in server.published if p["uri"] == document["uri"]]
+            final[str(document["path"])] = (document["typist"].text, len(latest[-1]["diagnostics"]) if latest else None)
+        return {"samples": samples, "seconds": seconds, "edits": done, "files": len(documents), "final": final, "root": str(root)}
+    finally:
+        server.shutdown()

@@ -9,18 +9,20 @@ Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or in
 `fabric-lsp: notice: <path>: <reason>` and do not change the status.
 
 Additions to the stable contract: `--hints` (hint-level findings are off in the CLI by default),
-`--unsafe-fixes`, `--config PATH`, `--jobs N`, `explain --format text|markdown`, `explain -`
+`--unsafe-fixes`, `--config PATH`, `--jobs N`, `--no-cache` (see cache.py), `explain --format text|markdown`, `explain -`
 (message from stdin), `rules --format text|json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import multiprocessing
 import os
 import sys
 import tempfile
+import threading
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 import fabric_lsp
+from fabric_lsp.cache import CACHE_DIR_NAME, NO_CACHE_ENV, PERSIST_ENV, FindingsCache, interpreter_fingerprint
 from fabric_lsp.config import Config, expand_codes, load_config
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
@@ -58,6 +61,8 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     notice: Notice | None = None
     error: str | None = None  # internal error while analysing this file
+    # Files (and folders) the analysis read besides this one, stamped; None: not cacheable.
+    dependencies: tuple[tuple, ...] | None = None
 
 
 def check_file(path: str, config: Config) -> FileResult:
@@ -65,13 +70,19 @@ def check_file(path: str, config: Config) -> FileResult:
     if source is None:
         return FileResult(path, notice=notice)
     try:  # check_source skips files without its trigger words before parsing
+        from fabric_lsp.analysis import incremental
+        from fabric_lsp.analysis.jedi_cache import UNKNOWN, recording_dependencies
+        from fabric_lsp.cache import stamps_for
         from fabric_lsp.engine import check_source
 
-        findings = check_source(path, source.text, config)
+        with recording_dependencies() as read:
+            findings = check_source(path, source.text, config)
+        incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
+        dependencies = None if UNKNOWN in read else tuple(map(tuple, stamps_for(read, os.path.abspath(path))))
     except Exception as error:  # one file's crash must not lose the others' results
         detail = "".join(traceback.format_exception_only(type(error), error)).strip()
         return FileResult(path, error=f"internal error while checking: {detail}\n{traceback.format_exc()}")
-    return FileResult(path, findings=tuple(findings))
+    return FileResult(path, findings=tuple(findings), dependencies=dependencies)
 
 
 def _check_chunk(paths: list[str], config: Config) -> list[FileResult]:
@@ -86,14 +97,57 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[Fil
     size = max(1, min(32, math.ceil(len(paths) / (workers * 4))))
     chunks = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
     try:
-        # spawn: no inherited locks or threads, same behaviour on every platform.
-        context = multiprocessing.get_context("spawn")
+        # fork when this process runs no other thread (nothing to inherit half-locked; a worker
+        # starts in milliseconds instead of a quarter second of interpreter start and imports),
+        # else spawn: no inherited locks or threads, same behaviour on every platform.
+        forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+        context = multiprocessing.get_context("fork" if forkable else "spawn")
         with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
             results = [r for chunk in pool.map(_check_chunk, chunks, [config] * len(chunks)) for r in chunk]
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
         return _check_chunk(list(paths), config)
     return results
+
+
+def _cache_python(config: Config, cwd: str) -> str:
+    from fabric_lsp.analysis.workspace import find_interpreter
+
+    return find_interpreter(config.root or cwd, config.python)
+
+
+def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None) -> list[FileResult]:
+    """check_files, answering from the persistent cache (see cache.py) what has not changed."""
+    if cache is None:
+        return check_files(paths, config, jobs)
+    from fabric_lsp.analysis.workspace import find_interpreter
+    from fabric_lsp.engine import project_root_for
+
+    interpreters: dict[str, str] = {}
+
+    def interpreter_of(path: str) -> str:
+        # The analysis interpreter may differ per project (a .venv in a sub-project's root).
+        root = project_root_for(path, config.root)
+        if root not in interpreters:
+            interpreters[root] = interpreter_fingerprint(find_interpreter(root, config.python))
+        return interpreters[root]
+
+    results: dict[str, FileResult] = {}
+    misses: list[str] = []
+    for path in paths:
+        findings = cache.lookup(os.path.abspath(path), interpreter_of(path))
+        if findings is None:
+            misses.append(path)
+        else:
+            results[path] = FileResult(path, findings=findings)
+    states = {path: cache.file_state(os.path.abspath(path)) for path in misses}  # before the check
+    for result in check_files(misses, config, jobs):
+        results[result.path] = result
+        if result.error is None and result.notice is None and result.dependencies is not None:
+            cache.store(os.path.abspath(result.path), states[result.path], interpreter_of(result.path),
+                        result.findings, [list(d) for d in result.dependencies])
+    cache.save()
+    return [results[path] for path in paths]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--config", metavar="PATH", help="settings file instead of the nearest pyproject.toml")
     check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
+    check.add_argument("--no-cache", action="store_true", help=f"do not read or write {CACHE_DIR_NAME}/")
 
     explain = commands.add_parser("explain", help="show the documentation of a rule or a runtime error")
     explain.add_argument(
@@ -277,7 +332,32 @@ def cmd_check(args: argparse.Namespace) -> int:
     for problem in problems:
         _say(problem)
     files, notices = discover(paths, config.exclude, config.root or cwd)
-    results = check_files(files, config, args.jobs)
+    cache = None if args.no_cache else FindingsCache.open(config, _cache_python(config, cwd), cwd)
+    with _environment({PERSIST_ENV: None if args.no_cache else "1", NO_CACHE_ENV: "1" if args.no_cache else None}):
+        return _check_and_report(args, cwd, config, files, notices, cache)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str | None]):
+    """Set (or unset, for None) environment variables for the workers of one run, then restore."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
+    results = check_files_cached(files, config, args.jobs, cache)
 
     failed = False
     findings: list[Finding] = []
@@ -318,7 +398,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
         rechecked = sorted(touched & set(files))
         if rechecked:
-            fresh = {r.path: r for r in check_files(rechecked, config, args.jobs)}
+            fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache)}
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
@@ -404,6 +484,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tcp = (host.strip("[]"), int(port))
     from fabric_lsp.lsp.server import run
 
+    os.environ.setdefault(PERSIST_ENV, "1")  # jedi's answers kept across sessions (cache.py)
     return run(tcp)
 
 

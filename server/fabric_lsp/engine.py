@@ -15,6 +15,7 @@ from fabric_lsp.analysis import analyze, may_have_findings
 from fabric_lsp.analysis.incremental import analysing, parse_text
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.workspace import Workspace, jedi_budget
+from fabric_lsp.cache import attach_answer_store, save_answers
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.rules import ALL_RULES
@@ -56,6 +57,7 @@ def workspace_for(config: Config, path: str | None = None) -> Workspace:
         workspace = _workspaces.get(key)
         if workspace is None:
             workspace = _workspaces[key] = Workspace(root, config.python)
+            attach_answer_store(workspace, config, root)  # jedi's answers kept across runs
         return workspace
 
 
@@ -79,6 +81,7 @@ def _check_source(path: str, text: str, config: Config, workspace: Workspace | N
     except RecursionError:
         log.warning("%s: not analysed: nesting too deep", path)
         return []
+    save_answers(workspace)  # now and then, in the analysing thread
     findings: list[Finding] = []
     for rule in ALL_RULES:
         if not config.enabled(rule.code):

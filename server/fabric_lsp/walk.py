@@ -210,7 +210,8 @@ def _os_reason(error: OSError) -> str:
 def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | None]:
     """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8)."""
     try:
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO named *.py would otherwise wait forever for a writer.
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 return None, Notice(path, "not a regular file")

@@ -107,9 +107,11 @@ class RawServer:
                     for message in self.messages[start:]:  # one last look after close
                         if predicate(message):
                             return message
+                    last = [(m.get("method"), m.get("id"), str(m.get("error") or m.get("params", ""))[:120])
+                            for m in self.messages[-4:]]
                     raise AssertionError(
                         f"no matching message within {timeout} s (closed={self.closed}); "
-                        f"last: {self.messages[-3:]!r}; stderr: {self.stderr_tail()}"
+                        f"last (method, id, detail): {last!r}; stderr tail: {self.stderr_tail(600)}"
                     )
                 self._cond.wait(min(remaining, 0.5))
 

@@ -147,7 +147,7 @@ def test_cli_never_runs_project_or_interpreter_hooks(hostile):
                                cwd=project, env=env, capture_output=True, text=True, timeout=180)
     assert "FAB001" in completed.stdout, completed.stdout + completed.stderr
     assert fired(markers) == []
-    record_figure("no_user_code_hooks", 17, surfaces="cli")
+    record_figure("no_user_code_hooks", 16, surfaces="cli")
 
 
 def test_server_never_runs_project_or_interpreter_hooks(hostile, tmp_path):
@@ -171,7 +171,7 @@ def test_server_never_runs_project_or_interpreter_hooks(hostile, tmp_path):
     finally:
         server.close()
     assert fired(markers) == []
-    record_figure("no_user_code_hooks", 17, surfaces="server")
+    record_figure("no_user_code_hooks", 16, surfaces="server")
 
 
 def test_the_analysed_sys_path_is_the_venvs_own_and_reading_it_runs_nothing(hostile):

@@ -9,6 +9,7 @@ whatever else is in the directory.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import subprocess
@@ -137,6 +138,16 @@ def test_hostile_files_are_rejected_with_a_reason_and_the_rest_load(tmp_path, na
 
 
 def test_entries_that_are_not_regular_files_are_reported_not_fatal(tmp_path):
+    # A FIFO blocked the loader forever before it opened files non-blocking: end the worker
+    # with a traceback instead of hanging the suite if that comes back.
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        _check_not_regular_files(tmp_path)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _check_not_regular_files(tmp_path):
     (tmp_path / "dir.json").mkdir()
     (tmp_path / "loop.json").symlink_to("loop.json")
     (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")

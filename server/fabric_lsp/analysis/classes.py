@@ -106,24 +106,31 @@ def decorator_kind(function: FunctionNode) -> str:
     return "method"
 
 
+def _module_level_definitions(tree: ast.Module) -> tuple[dict[str, ast.ClassDef], dict[str, FunctionNode]]:
+    """The last class and the last function of each name in the module body, indexed once per tree."""
+    index = tree.__dict__.get("_module_level_definitions")
+    if index is None:
+        classes: dict[str, ast.ClassDef] = {}
+        functions: dict[str, FunctionNode] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.ClassDef):
+                classes[statement.name] = statement
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions[statement.name] = statement
+        index = tree.__dict__["_module_level_definitions"] = (classes, functions)
+    return index
+
+
 def module_level_class(source: SourceFile, name: str) -> ast.ClassDef | None:
     if source.tree is None:
         return None
-    found = None
-    for statement in source.tree.body:
-        if isinstance(statement, ast.ClassDef) and statement.name == name:
-            found = statement
-    return found
+    return _module_level_definitions(source.tree)[0].get(name)
 
 
 def module_level_function(source: SourceFile, name: str) -> FunctionNode | None:
     if source.tree is None:
         return None
-    found = None
-    for statement in source.tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
-            found = statement
-    return found
+    return _module_level_definitions(source.tree)[1].get(name)
 
 
 class ClassResolver:

@@ -180,6 +180,15 @@ def assignments(statement: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
     return pairs
 
 
+def scope_assignments(scope: Scope) -> list[tuple[ast.stmt, ast.expr, ast.expr]]:
+    """(statement, target, value) of every assignment of the scope, in order; kept with the scope."""
+    found = scope.__dict__.get("_assignment_triples")
+    if found is None:
+        found = [(statement, target, value) for statement in scope.statements() for target, value in assignments(statement)]
+        scope.__dict__["_assignment_triples"] = found
+    return found
+
+
 def target_key(target: ast.AST) -> str | None:
     """'model' for a name, 'self.model' for an attribute of a name."""
     if isinstance(target, ast.Name):
@@ -347,12 +356,11 @@ class FabricAnalyzer:
         for scope in self.scopes:
             if scope.cls is None or scope.function is None:
                 continue
-            for statement in scope.statements():
-                for target, value in assignments(statement):
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-                        found = self.fabric_of(value, scope, (statement.lineno, statement.col_offset))
-                        if found is not None:
-                            self._class_attr_fabrics[(id(scope.cls), target.attr)] = found
+            for statement, target, value in scope_assignments(scope):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    found = self.fabric_of(value, scope, (statement.lineno, statement.col_offset))
+                    if found is not None:
+                        self._class_attr_fabrics[(id(scope.cls), target.attr)] = found
 
     def fabric_receiver(self, call: ast.Call, scope: Scope, methods: tuple[str, ...]) -> FabricObject | None:
         """For `<fabric>.method(...)`, the Fabric object; None when the receiver is not a Fabric."""
@@ -468,22 +476,25 @@ class FabricAnalyzer:
         module_wrapped: dict[str, WrappedModel] = {}
         class_wrapped: dict[tuple[int, str], WrappedModel] = {}
         # Pass 1: find every setup binding, so other scopes know what is wrapped.
+        setting_up: set[int] = set()  # scopes holding a setup binding
         for scope in self.scopes:
-            for statement in scope.statements():
-                for target, value in assignments(statement):
-                    wrapped = self._wrapped_by(statement, target, value, scope)
-                    if wrapped is None:
-                        continue
-                    facts.wrapped.append(wrapped)
-                    target = wrapped.target
-                    key = target_key(target)
-                    if scope.function is None and isinstance(target, ast.Name):
-                        module_wrapped[key] = wrapped
-                    elif isinstance(target, ast.Attribute) and scope.cls is not None:
-                        class_wrapped[(id(scope.cls), target.attr)] = wrapped
-        # Pass 2: replay each scope in order.
+            for statement, target, value in scope_assignments(scope):
+                wrapped = self._wrapped_by(statement, target, value, scope)
+                if wrapped is None:
+                    continue
+                setting_up.add(id(scope))
+                facts.wrapped.append(wrapped)
+                target = wrapped.target
+                key = target_key(target)
+                if scope.function is None and isinstance(target, ast.Name):
+                    module_wrapped[key] = wrapped
+                elif isinstance(target, ast.Attribute) and scope.cls is not None:
+                    class_wrapped[(id(scope.cls), target.attr)] = wrapped
+        # Pass 2: replay each scope in order; one that cannot see a wrapped model (see
+        # _may_see_wrapped) would record nothing, so it is skipped.
         for scope in self.scopes:
-            self._replay(scope, facts, module_wrapped, class_wrapped)
+            if id(scope) in setting_up or _may_see_wrapped(scope, module_wrapped, class_wrapped):
+                self._replay(scope, facts, module_wrapped, class_wrapped)
         # Marks from other scopes (order unknown) still count: no alarm for what might be marked.
         resolved: list[MethodCallFact] = []
         for fact in facts.method_calls:
@@ -605,6 +616,34 @@ class FabricAnalyzer:
                     wrapped.marks.setdefault(name, set()).add(scope_id)
             else:
                 wrapped.marks_unknown = True
+
+
+def _receivers(scope: Scope) -> set[str]:
+    """target_key of every `<receiver>.<method>(...)` call in the scope; kept with the scope."""
+    found = scope.__dict__.get("_call_receivers")
+    if found is None:
+        found = set()
+        for node in scope.expressions():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                key = target_key(node.func.value)
+                if key is not None:
+                    found.add(key)
+        scope.__dict__["_call_receivers"] = found
+    return found
+
+
+def _may_see_wrapped(scope: Scope, module_wrapped: dict, class_wrapped: dict) -> bool:
+    """Can `_replay` find a call on a wrapped model in a scope without a setup binding of its own?
+    Only through a module-level wrapped name used in a function, or `self.<attr>` wrapped in the
+    scope's class (its `lookup`); otherwise every receiver looks up to None."""
+    if not module_wrapped and not class_wrapped:
+        return False
+    receivers = _receivers(scope)
+    if scope.function is not None and any(key in receivers for key in module_wrapped):
+        return True
+    if scope.cls is not None:
+        return any(cls_id == id(scope.cls) and f"self.{attr}" in receivers for cls_id, attr in class_wrapped)
+    return False
 
 
 def _int_literal(node: ast.AST | None) -> int | None:

@@ -22,14 +22,21 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import hashlib
 import os
+import re
+import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from fabric_lsp.analysis.incremental import _regions
 from fabric_lsp.analysis.source import SourceFile
 
-MAX_ANSWERS = 20000
+MAX_ANSWERS = 4000  # least recently used out: answers of texts typed over do not pile up
+_DECLARES_GLOBAL = re.compile(r"\b(?:global|nonlocal)\b")
+_AFTER_COLON = re.compile(r":(?:[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n))*[ \t]*\Z")
 
 
 def digest(text: str) -> str:
@@ -72,12 +79,12 @@ class FileContext:
                 len(statements) == 1
                 and isinstance(statements[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 and statements[0].body
-                and "global" not in region_text
-                and "nonlocal" not in region_text
+                and not _DECLARES_GLOBAL.search(region_text)
             ):
                 first_body = statements[0].body[0]
                 header_end = offsets[first_body.lineno - 1] + source.char_col(first_body.lineno, first_body.col_offset)
-                bindings.append(text[start:header_end])
+                # The header without what follows its colon (a comment typed there binds nothing).
+                bindings.append(_AFTER_COLON.sub(":", text[start:header_end]))
             else:
                 bindings.append(region_text)
         self.bindings = digest("\0".join(bindings))
@@ -223,13 +230,23 @@ def library_dirs_of(sys_path: tuple[str, ...] | list[str], root: str | None) -> 
         parent = os.path.basename(os.path.dirname(entry))
         if name in ("site-packages", "dist-packages") or name.startswith("python3") or parent.startswith("python3") and name == "lib-dynload":
             found.append(entry + os.sep)
-    try:
-        import jedi
-
-        found.append(os.path.dirname(os.path.abspath(jedi.__file__)) + os.sep)
-    except ImportError:
-        pass
+    folder = jedi_folder()
+    if folder:
+        found.append(folder + os.sep)
     return tuple(found)
+
+
+def jedi_folder() -> str | None:
+    """jedi's package folder, found without importing it (an import costs a fifth of a second)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("jedi")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.abspath(list(spec.submodule_search_locations)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,16 +254,28 @@ def library_dirs_of(sys_path: tuple[str, ...] | list[str], root: str | None) -> 
 
 
 class Answers:
-    """Stable-keyed answers of one workspace, checked against their dependencies on every use."""
+    """Stable-keyed answers of one workspace, checked against their dependencies on every use, and
+    optionally kept in a file across runs (`attach_store`)."""
+
+    SAVE_INTERVAL = 5.0  # seconds between two writes of the store
 
     def __init__(self, root: str | None, overlays_of, library_dirs_of_workspace) -> None:
         self.root = root
         self._overlays_of = overlays_of  # () -> the workspace's current unsaved buffers
-        self._library_dirs_of = library_dirs_of_workspace  # () -> library folders (needs jedi's project)
+        self._library_dirs_of = library_dirs_of_workspace  # () -> library folders
         self._entries: dict[tuple, tuple[tuple[StoredDefinition, ...], tuple[tuple[str, str], ...]]] = {}
+        self._precise_dependencies: dict[tuple, tuple[str, ...]] = {}
+        self._store_opener = None  # () -> path of the store file, or None
+        self._store: str | None = None
+        self._loaded = False
+        self._dirty = False
+        self._saved_at = 0.0
+        self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, key: tuple, source: SourceFile, make):
+    # -- use ---------------------------------------------------------------------------------
+    def get(self, key: tuple, source: SourceFile, make, precise_key: tuple | None = None):
+        self._load()
         entry = self._entries.get(key)
         if entry is None:
             self.misses += 1
@@ -259,21 +288,155 @@ class Answers:
         found = from_stored(stored, source, make)
         if found is None:
             self.misses += 1
-        else:
-            self.hits += 1
+            return None
+        self.hits += 1
+        self._entries[key] = self._entries.pop(key)  # most recently used last
+        paths = tuple(path for path, _ in dependencies)
+        note(paths)
+        if precise_key is not None and recording():
+            self._precise_dependencies[precise_key] = paths
         return found
 
-    def put(self, key: tuple, definitions, source: SourceFile, script) -> None:
+    def computed(self, precise_key: tuple, stable_key: tuple | None, definitions, source: SourceFile, script) -> None:
+        """jedi answered at precise_key (and stable_key when it has one): keep what it depended on."""
+        dependencies = None
+        if stable_key is not None or recording():
+            try:
+                dependencies = dependencies_of(script, source, self.root, self._library_dirs_of(), Stamps(self._overlays_of()))
+            except Exception:  # jedi internals changed: keep nothing we cannot check
+                dependencies = None
+        if recording():
+            paths = tuple(path for path, _ in dependencies) if dependencies is not None else (UNKNOWN,)
+            note(paths)
+            if len(self._precise_dependencies) >= MAX_ANSWERS:
+                self._precise_dependencies.clear()
+            self._precise_dependencies[precise_key] = paths
+        if stable_key is None or dependencies is None:
+            return
         stored = to_stored(definitions, source)
         if stored is None:
             return
-        try:
-            dependencies = dependencies_of(script, source, self.root, self._library_dirs_of(), Stamps(self._overlays_of()))
-        except Exception:  # jedi internals changed: keep nothing we cannot check
+        while len(self._entries) >= MAX_ANSWERS:
+            del self._entries[next(iter(self._entries))]
+        self._entries[stable_key] = (stored, dependencies)
+        self._dirty = True
+
+    def remember_dependencies(self, precise_key: tuple, paths) -> None:
+        if not recording():
             return
-        if len(self._entries) >= MAX_ANSWERS:
-            self._entries.clear()
-        self._entries[key] = (stored, dependencies)
+        if len(self._precise_dependencies) >= MAX_ANSWERS:
+            self._precise_dependencies.clear()
+        self._precise_dependencies[precise_key] = tuple(paths)
+
+    def reused(self, precise_key: tuple) -> None:
+        """An answer of this very text was reused: its dependencies count for this analysis too."""
+        if recording():
+            note(self._precise_dependencies.get(precise_key, (UNKNOWN,)))
+
+    # -- the store ---------------------------------------------------------------------------
+    def attach_store(self, opener) -> None:
+        """`opener()` gives the store's path (or None); called on first use, not before."""
+        self._store_opener = opener
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self._store_opener is None:
+            return
+        try:
+            self._store = self._store_opener()
+        except Exception:  # no store: answers live for this process only
+            self._store = None
+        if self._store is None:
+            return
+        for key, stored, dependencies in _read_store(self._store):
+            self._entries.setdefault(key, (stored, dependencies))
+
+    def save_if_due(self, force: bool = False) -> None:
+        if not self._dirty or self._store is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._saved_at < self.SAVE_INTERVAL:
+            return
+        with self._lock:
+            self._saved_at = now
+            self._dirty = False
+            _write_store(self._store, self._entries)
+
+
+def _read_store(path: str) -> list:
+    from fabric_lsp.cache import read_json
+
+    data = read_json(Path(path))
+    found = []
+    if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("answers"), list):
+        return found
+    for item in data["answers"]:
+        try:
+            key, stored, dependencies = item
+            found.append((
+                tuple(key),
+                tuple(StoredDefinition(*definition) for definition in stored),
+                tuple((str(path), str(stamp)) for path, stamp in dependencies),
+            ))
+        except (TypeError, ValueError):
+            continue  # an entry of another shape: skipped
+    return found
+
+
+def _write_store(path: str, entries: dict) -> None:
+    """Merged with what other processes wrote meanwhile, under a lock file."""
+    from fabric_lsp.cache import write_json
+
+    try:
+        with open(path + ".lock", "a") as lock:
+            try:
+                import fcntl
+
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except (ImportError, OSError):
+                pass
+            merged = {key: (stored, dependencies) for key, stored, dependencies in _read_store(path)}
+            merged.update(entries)
+            answers = [
+                [list(key), [[d.path, d.region, d.line, d.column, d.kind, d.full_name] for d in stored], [list(x) for x in deps]]
+                for key, (stored, deps) in list(merged.items())[-MAX_ANSWERS:]
+            ]
+            write_json(Path(path), {"schema": 1, "answers": answers})
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# What one analysis read (for the `check` cache)
+
+UNKNOWN = "\0unknown"  # an answer whose dependencies are not known: the result must not be cached
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def recording_dependencies():
+    """Collect the files (and folders) the analyses in this block read; yields the set."""
+    previous = getattr(_recording, "paths", None)
+    paths: set[str] = set()
+    _recording.paths = paths
+    try:
+        yield paths
+    finally:
+        _recording.paths = previous
+        if previous is not None:
+            previous |= paths
+
+
+def recording() -> bool:
+    return getattr(_recording, "paths", None) is not None
+
+
+def note(paths) -> None:
+    found = getattr(_recording, "paths", None)
+    if found is not None:
+        found.update(paths)
 
 
 def import_names(source: SourceFile) -> dict[str, str]:

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from fabric_lsp.analysis import jedi_cache
+from fabric_lsp.analysis import import_paths, jedi_cache
 from fabric_lsp.analysis.incremental import checked_source, parse_text
 from fabric_lsp.analysis.source import SourceFile, parse_file
 
@@ -148,6 +148,7 @@ class Workspace:
         self._project = None
         self._lock = threading.RLock()
         self._goto_cache: dict[tuple, tuple[Definition, ...]] = {}
+        self._goto_texts: dict[tuple[str, str], tuple[int, list[tuple]]] = {}  # (question, path) -> (text hash, keys)
         # Answers reused across edits of a file, while what they depend on is unchanged.
         self._answers = jedi_cache.Answers(self.root, lambda: self.overlays, self._library_dirs)
         self._library_dirs_found: tuple[str, ...] | None = None
@@ -158,6 +159,7 @@ class Workspace:
         checked = checked_source(path)
         if checked is not None:
             return checked  # the file being analysed: the very text and tree the engine checks
+        jedi_cache.note((path,))  # the analysis depends on this file (for the `check` cache)
         text = self.overlays.get(path)
         if text is not None:
             return parse_text(path, text)  # shared with other analyses, parsed incrementally
@@ -192,6 +194,31 @@ class Workspace:
             self._library_dirs_found = jedi_cache.library_dirs_of(sys_path, self.root)
         return self._library_dirs_found
 
+    def _imported_directly(self, source: SourceFile, node: ast.AST):
+        sys_path = interpreter_sys_path(self.python) or interpreter_sys_path(sys.executable) or ()
+        try:
+            return import_paths.resolve(source, node, self.root or os.getcwd(), sys_path, self._library_dirs(),
+                                        self.source, Definition)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _keep_answer(self, key: tuple, definitions: tuple[Definition, ...]) -> None:
+        """Answers for the current text of each file only: an edit makes the older ones useless
+        (answers that outlive edits are kept by jedi_cache), so memory does not grow while typing."""
+        question, path, text_hash = key[0], key[1], key[2]
+        known = self._goto_texts.get((question, path))
+        if known is None or known[0] != text_hash:
+            if known is not None:
+                for old in known[1]:
+                    self._goto_cache.pop(old, None)
+            known = self._goto_texts[(question, path)] = (text_hash, [])
+        if len(self._goto_cache) > 20000:
+            self._goto_cache.clear()
+            self._goto_texts.clear()
+            known = self._goto_texts[(question, path)] = (text_hash, [])
+        self._goto_cache[key] = definitions
+        known[1].append(key)
+
     def goto(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
         """Definitions of the name at node (a Name, or an Attribute's last part), following imports."""
         return self._ask_jedi("goto", source, node)
@@ -212,19 +239,29 @@ class Workspace:
         key = (question, source.path, hash(source.text), line, column)
         cached = self._goto_cache.get(key)
         if cached is not None:
+            self._answers.reused(key)
             return cached
         stable = jedi_cache.stable_key(question, source, node, line, column, jedi_cache.import_names(source))
         if stable is not None:
-            reused = self._answers.get(stable, source, Definition)
+            reused = self._answers.get(stable, source, Definition, key)
             if reused is not None:
-                self._goto_cache[key] = reused
+                self._keep_answer(key, reused)
                 return reused
         deadline = getattr(_budget, "deadline", None)
         if deadline is not None and time.monotonic() > deadline:
             if not getattr(_budget, "reported", False):
                 _budget.reported = True
                 log.warning("%s: jedi time budget spent; the rest of this file is analysed without it", source.path)
+            jedi_cache.note((jedi_cache.UNKNOWN,))  # a result that depends on time: never cached
             return ()
+        if question == "goto":
+            direct = self._imported_directly(source, node)
+            if direct is not None:  # an unambiguous `from module import Name`: no jedi needed
+                definitions, depends_on = direct
+                jedi_cache.note(depends_on)
+                self._answers.remember_dependencies(key, depends_on)
+                self._keep_answer(key, definitions)
+                return definitions
         definitions: tuple[Definition, ...] = ()
         try:
             import jedi
@@ -244,11 +281,9 @@ class Workspace:
                 for name in names
                 if name.module_path is not None and name.line is not None
             )
-            if stable is not None:
-                self._answers.put(stable, definitions, source, script)
+            self._answers.computed(key, stable, definitions, source, script)
         except Exception as exc:  # jedi failure degrades to "unknown", never a crash
             log.warning("jedi %s failed at %s:%s:%s: %s", question, source.path, line, column, exc)
-        if len(self._goto_cache) > 20000:
-            self._goto_cache.clear()
-        self._goto_cache[key] = definitions
+            jedi_cache.note((jedi_cache.UNKNOWN,))
+        self._keep_answer(key, definitions)
         return definitions

@@ -14,7 +14,11 @@ exponentially is rejected at load time (see `pattern_risk`).
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import stat
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,9 @@ SCHEMA_VERSION = 2
 DATA_DIR = Path(__file__).resolve().parent / "data"
 MAX_MESSAGE_CHARS = 4000
 MAX_FILE_BYTES = 1_000_000
+# Per pattern and message window. A structural check cannot see every polynomial backtracking case
+# (`.*a.*a.*a.*b`); in the main thread (the CLI, the server's event loop) a timer cuts the search off.
+MATCH_SECONDS = 1.0
 
 
 class _Field(NamedTuple):
@@ -155,9 +162,41 @@ class RecordSet:
         for record in self.records:
             for pattern in record.patterns:
                 for window in windows:
-                    found = pattern.search(window)
+                    found = _search_bounded(pattern, window)
                     if found:
                         return MessageMatch(record, found.groups())
+        return None
+
+
+class _MatchTimeout(Exception):
+    pass
+
+
+def _search_bounded(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """pattern.search(text), given up (None) after MATCH_SECONDS where a timer can interrupt it:
+    the main thread, with no other interval timer running. Elsewhere the search is unbounded."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    ):
+        return pattern.search(text)
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _MatchTimeout
+
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main interpreter
+        return pattern.search(text)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, MATCH_SECONDS)
+            return pattern.search(text)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    except _MatchTimeout:  # the regex engine checks for signals while it backtracks
         return None
 
 
@@ -187,7 +226,25 @@ def pattern_risk(pattern: str) -> str | None:
             for item in value:
                 yield from children(item)
 
+    def is_long_repeat(op: Any, value: Any) -> bool:
+        return op in repeats and value[1] > 32
+
+    def edge_repeat(item: Any, last: bool) -> Any:
+        """The long repetition this item starts (last=False) or ends (last=True) with, or None."""
+        op, value = item
+        if is_long_repeat(op, value):
+            return value[2]
+        if op is _sre_parse.SUBPATTERN:
+            inner = list(value[-1])
+            return edge_repeat(inner[-1] if last else inner[0], last) if inner else None
+        return None
+
     def walk(subpattern: Any, inside_repeat: bool) -> str | None:
+        items = list(subpattern)
+        for before, after in zip(items, items[1:]):
+            first, second = edge_repeat(before, True), edge_repeat(after, False)
+            if first is not None and second is not None and _may_overlap(first, second):
+                return "adjacent repetitions of overlapping characters (like `\\w*\\w*`) backtrack polynomially"
         for op, value in subpattern:
             if op in repeats and value[1] > 1:
                 if inside_repeat:
@@ -205,6 +262,53 @@ def pattern_risk(pattern: str) -> str | None:
         return None
 
     return walk(_sre_parse.parse(pattern), False)
+
+
+_CATEGORY_MATCHERS = {
+    getattr(_sre_parse, name): re.compile(regex).match
+    for name, regex in (
+        ("CATEGORY_DIGIT", r"\d"), ("CATEGORY_NOT_DIGIT", r"\D"), ("CATEGORY_SPACE", r"\s"),
+        ("CATEGORY_NOT_SPACE", r"\S"), ("CATEGORY_WORD", r"\w"), ("CATEGORY_NOT_WORD", r"\W"),
+    )
+}
+_SAMPLE_CHARS = [chr(i) for i in range(0x250)] + ["\u0663", "\u2028", "\u3000", "\u4e2d", "\U0001d518"]
+
+
+def _char_test(body: Any):
+    """A predicate for a repetition body that matches exactly one character, else None."""
+    items = list(body)
+    if len(items) != 1:
+        return None
+    op, value = items[0]
+    if op is _sre_parse.LITERAL:
+        return lambda c: ord(c) == value
+    if op is _sre_parse.NOT_LITERAL:
+        return lambda c: ord(c) != value
+    if op is _sre_parse.ANY:
+        return lambda c: c != "\n"
+    if op is not _sre_parse.IN:
+        return None
+    negate, tests = False, []
+    for item_op, item in value:
+        if item_op is _sre_parse.NEGATE:
+            negate = True
+        elif item_op is _sre_parse.LITERAL:
+            tests.append(lambda c, v=item: ord(c) == v)
+        elif item_op is _sre_parse.RANGE:
+            tests.append(lambda c, v=item: v[0] <= ord(c) <= v[1])
+        elif item_op is _sre_parse.CATEGORY and item in _CATEGORY_MATCHERS:
+            tests.append(lambda c, m=_CATEGORY_MATCHERS[item]: m(c) is not None)
+        else:
+            return None
+    return lambda c: any(t(c) for t in tests) != negate
+
+
+def _may_overlap(first: Any, second: Any) -> bool:
+    """Can some character be matched by both repetition bodies? (True when unsure.)"""
+    a, b = _char_test(first), _char_test(second)
+    if a is None or b is None:
+        return True
+    return any(a(c) and b(c) for c in _SAMPLE_CHARS)
 
 
 def _type_name(value: Any) -> str:
@@ -279,9 +383,18 @@ def validate(document: Any) -> tuple[dict[str, Any], str, re.Pattern[str]]:
 def load_file(path: Path) -> Record:
     """One record file; RecordError (field None for file-level faults) when it is not a valid record."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        # O_NONBLOCK: a FIFO named *.json must not block the loader; only regular files are read.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise RecordError(None, "not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
             raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
-        text = path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except OSError as error:
         raise RecordError(None, f"cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
@@ -292,6 +405,8 @@ def load_file(path: Path) -> Record:
         raise RecordError(None, f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
     except RecursionError:
         raise RecordError(None, "invalid JSON: nested too deeply") from None
+    except ValueError as error:  # e.g. an integer of more than 4300 digits
+        raise RecordError(None, f"invalid JSON: {error}") from None
     record, dataset_version, pattern = validate(document)
     extra = tuple(_compile("messagePattern", extra) for extra in _EXTRA_PATTERNS.get(record["id"], ()))
     return Record(record["id"], MappingProxyType(dict(record)), dataset_version, str(path), (pattern, *extra))

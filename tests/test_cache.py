@@ -1,0 +1,188 @@
+"""The persistent cache of `fabric-lsp check` (.fabric-lsp-cache/): answers are reused only while
+the file, the files its analysis read, the tool and the analysis interpreter are unchanged; a
+corrupted cache is ignored; `--no-cache` neither reads nor writes it. No timings are asserted:
+whether an answer came from the cache is seen by planting a marker in a cached entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from fabric_lsp import cache as cache_module
+from fabric_lsp.cache import CACHE_DIR_NAME, finding_from_json, finding_to_json
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "fixtures" / "cases"
+MARKER = "planted in the cache by the test"
+
+
+def _project(tmp_path: Path, case: str) -> Path:
+    project = tmp_path / "project"
+    source = CASES / case
+    if source.is_dir():
+        shutil.copytree(source, project)
+    else:
+        project.mkdir()
+        shutil.copy(source, project / source.name)
+    (project / "pyproject.toml").write_text("[tool.fabric-lsp]\nhints = true\n")
+    return project
+
+
+def _check(project: Path, *extra: str, env: dict | None = None) -> list[dict]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "fabric_lsp", "check", "--format", "json", "--exit-zero", *extra, "."],
+        cwd=project, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "server"), **(env or {})},
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
+
+
+def _cache_files(project: Path, prefix: str = "check-") -> list[Path]:
+    return sorted((project / CACHE_DIR_NAME).glob(f"*/{prefix}*.json"))
+
+
+def _plant(project: Path) -> None:
+    """Rewrite every cached finding's message: a later run that prints it answered from the cache."""
+    for path in _cache_files(project):
+        data = json.loads(path.read_text())
+        for entry in data["entries"].values():
+            for finding in entry["findings"]:
+                finding["message"] = MARKER
+        path.write_text(json.dumps(data))
+
+
+def _messages(findings: list[dict]) -> set[str]:
+    return {f["message"] for f in findings}
+
+
+def test_second_run_is_answered_from_the_cache_and_equal(tmp_path):
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    first = _check(project)
+    assert first and _cache_files(project)
+    assert (project / CACHE_DIR_NAME / ".gitignore").read_text().strip().endswith("*")
+    assert _check(project) == first  # same findings, same order, from the cache
+    _plant(project)
+    assert _messages(_check(project)) == {MARKER}
+
+
+def test_changed_content_is_checked_again(tmp_path):
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    assert [f["code"] for f in _check(project)] == ["FAB001"]
+    _plant(project)
+    main = project / "main.py"
+    main.write_text(main.read_text().replace(
+        "    train(fabric, model, optimizer)\n",
+        "    train(fabric, model, optimizer)\n    model.mark_forward_method(\"embed\")\n",
+    ))
+    assert _check(project) == []
+
+
+def test_changed_dependency_is_checked_again(tmp_path):
+    """The class lives in models.py: making `embed` run no module there removes the finding in main.py."""
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    assert [f["code"] for f in _check(project)] == ["FAB001"]
+    _plant(project)
+    models = project / "models.py"
+    models.write_text(models.read_text().replace("        return self.tower(x)\n", "        return x * 2\n"))
+    assert _check(project) == []
+
+
+def test_touched_but_unchanged_files_still_hit(tmp_path):
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    _check(project)
+    _plant(project)
+    for path in project.glob("*.py"):
+        os.utime(path)  # new mtime, same bytes
+    assert _messages(_check(project)) == {MARKER}
+
+
+def test_another_tool_version_does_not_reuse(tmp_path, monkeypatch):
+    project = _project(tmp_path, "fab001_generate_ddp_literal.py")
+    _check(project)
+    _plant(project)
+    monkeypatch.setattr(cache_module, "tool_fingerprint", lambda: "another-build")
+    from fabric_lsp.config import load_config
+
+    config, _ = load_config(project)
+    reopened = cache_module.FindingsCache.open(config, sys.executable, str(project))
+    assert reopened is not None and reopened.entries == {}
+    # Through the command line: a copy of the package with one file changed is another tool.
+    copy = tmp_path / "build" / "server"
+    shutil.copytree(ROOT / "server" / "fabric_lsp", copy / "fabric_lsp", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(copy)}
+    _check(project, env=env)
+    _plant(project)
+    assert _messages(_check(project, env=env)) == {MARKER}
+    rule = copy / "fabric_lsp" / "rules" / "fab001_unmarked_forward_method.py"
+    rule.write_text(rule.read_text() + "\n# changed\n")
+    assert MARKER not in _messages(_check(project, env=env))
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("bare") / "venv"
+    venv.EnvBuilder(with_pip=False).create(target)
+    return target
+
+
+def test_interpreter_and_its_packages_are_part_of_the_key(tmp_path, bare_python):
+    project = _project(tmp_path, "fab001_generate_ddp_literal.py")
+    _check(project)
+    _plant(project)
+    python = str(bare_python / "bin" / "python")
+    assert MARKER not in _messages(_check(project, "--python", python))  # another interpreter
+    _plant(project)
+    assert _messages(_check(project, "--python", python)) == {MARKER}
+    site = next(bare_python.glob("lib/python*/site-packages"))
+    (site / "newly_installed_package").mkdir()  # what `pip install` does to site-packages
+    try:
+        assert MARKER not in _messages(_check(project, "--python", python))
+    finally:
+        (site / "newly_installed_package").rmdir()
+
+
+def test_corrupted_cache_files_are_ignored_and_replaced(tmp_path):
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    expected = _check(project)
+    for path in _cache_files(project) + _cache_files(project, "jedi-"):
+        path.write_bytes(b"\x00{not json")
+    assert _check(project) == expected
+    check_file = _cache_files(project)[0]
+    assert json.loads(check_file.read_text())["entries"]  # rewritten, valid
+    # Entries of the wrong shape are skipped one by one.
+    data = json.loads(check_file.read_text())
+    for entry in data["entries"].values():
+        entry["findings"] = [{"code": 1}]
+        entry["dependencies"] = "nonsense"
+    check_file.write_text(json.dumps(data))
+    assert _check(project) == expected
+
+
+def test_no_cache_neither_reads_nor_writes(tmp_path):
+    project = _project(tmp_path, "fab001_generate_ddp_literal.py")
+    expected = _check(project, "--no-cache")
+    assert not (project / CACHE_DIR_NAME).exists()
+    _check(project)
+    _plant(project)
+    assert _check(project, "--no-cache") == expected
+
+
+def test_findings_survive_the_json_round_trip():
+    from fabric_lsp.config import Config
+    from fabric_lsp.engine import check_source
+
+    seen = 0
+    for path in sorted(CASES.rglob("*.py")):
+        for finding in check_source(str(path), path.read_text(), Config(root=str(path.parent), hints=True)):
+            again = finding_from_json(json.loads(json.dumps(finding_to_json(finding))))
+            assert again == finding and again.context == finding.context
+            seen += 1
+    assert seen >= 40
