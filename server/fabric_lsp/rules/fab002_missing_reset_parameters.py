@@ -80,11 +80,7 @@ def _fix(facts: FileFacts, model: MetaModelFact, offender: Offender) -> Fix | No
 
 
 def _add_method_fix(facts: FileFacts, cls: ClassInfo, offender: Offender) -> Fix:
-    imports = facts.imports if cls.path == facts.source.path else None
-    from fabric_lsp.analysis.imports import ImportTable
-
-    imports = imports or ImportTable(cls.source.tree)
-    torch_name = imports.alias_for("torch")
+    torch_name = cls.imports.alias_for("torch")  # the class's own file decides how torch is named
     edits: list[TextEdit] = []
     if torch_name is None:
         torch_name = "torch"

@@ -120,7 +120,7 @@ class _Rebuilder:
 
 
 def generate_reset_parameters(cls: ClassInfo, owned: tuple[OwnedTensor, ...], torch_name: str, indent_unit: str = "    ") -> GeneratedMethod:
-    imports = ImportTable(cls.source.tree)
+    imports = cls.imports
     init = cls.methods().get("__init__")
     self_name = init.args.args[0].arg if init is not None and init.args.args else "self"
     rebuilder = _Rebuilder(cls, init, imports, self_name)
