@@ -159,3 +159,47 @@ def test_size_limit_is_not_needed_for_a_file_just_under_it(tmp_path):
                   rss_mb=round(result["rss_mb"]), bytes=len(text.encode()), findings=len(result["findings"]))
     assert ["FAB001", tail_line(text)] in result["findings"]
     assert result["seconds"] < SOFT_BUDGET_S
+
+
+# jedi's inference is exponential in this chain (x22 alone takes ~25 s, x29 hours): one call that a
+# deadline checked between calls cannot stop. Then `model` is wrapped and a custom method called.
+EXPONENTIAL_INFERENCE = (
+    "import lightning as L\n\nx0 = [1]\n"
+    + "".join(f"x{i} = x{i - 1} + x{i - 1}\n" for i in range(1, 30))
+    + "\n\ndef build(parts):\n    return parts[0]\n\n\n"
+    + "fabric = L.Fabric(strategy='ddp')\nmodel = build(x29)\nmodel = fabric.setup(model)\nmodel.generate(1)\n"
+)
+
+_EXPONENTIAL_RUNNER = _RUNNER.replace(
+    '"logs": records,',
+    '"logs": records, "after": [[f.code, f.span.start.line, f.message] for f in check_source(sys.argv[3], '
+    'open(sys.argv[3], encoding="utf-8").read(), Config(root=root, hints=True))],',
+)
+
+
+def test_one_exponential_jedi_call_is_interrupted_and_jedi_keeps_working(tmp_path):
+    from fabric_lsp.analysis.workspace import JEDI_SECONDS_PER_CALL
+
+    path = tmp_path / "exponential.py"
+    path.write_text(EXPONENTIAL_INFERENCE, encoding="utf-8")
+    # After the interrupted call, the same process analyses a file that needs jedi (an imported class).
+    (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
+    normal = tmp_path / "normal.py"
+    normal.write_text("import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
+                      "model = fabric.setup(models.Net())\nmodel.generate(1)\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(SERVER_DIR)}
+    completed = subprocess.run([sys.executable, "-c", _EXPONENTIAL_RUNNER, str(path), str(tmp_path), str(normal)],
+                               capture_output=True, text=True, timeout=HARD_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout)
+    record_figure("pathological_file", "exponential_jedi_inference", seconds=round(result["seconds"], 2),
+                  rss_mb=round(result["rss_mb"]), findings=len(result["findings"]))
+    # Bounded by the per-call limit (plus the rest of the analysis), not by jedi's hours.
+    assert result["seconds"] < JEDI_SECONDS_PER_CALL + 10, result
+    assert any("stopped after" in line and "time bound" in line for line in result["logs"]), result["logs"]
+    # Degraded, not lost: the class is unknown but the call is still reported.
+    assert ["FAB001", EXPONENTIAL_INFERENCE.count("\n") - 1] in result["findings"], result
+    # jedi state dropped and rebuilt: in the next file, jedi still resolves `models.Net` (an
+    # attribute of a module: a jedi question) and the finding names the class.
+    [(code, line, message)] = result["after"]
+    assert (code, line) == ("FAB001", 5) and "`Net.generate()`" in message and "not known" not in message, result["after"]

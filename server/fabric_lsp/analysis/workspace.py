@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from fabric_lsp.analysis import import_paths, jedi_cache
+from fabric_lsp.analysis import import_paths, interrupt, jedi_cache
 from fabric_lsp.analysis.incremental import checked_source, parse_text
 from fabric_lsp.analysis.source import SourceFile, parse_file
 
@@ -122,6 +122,8 @@ def find_interpreter(root: str | None, configured: str | None) -> str:
 
 
 _budget = threading.local()
+# One jedi call may not take longer (nor past the file's budget): interrupt.py stops it.
+JEDI_SECONDS_PER_CALL = 5.0
 
 
 @contextlib.contextmanager
@@ -263,27 +265,58 @@ class Workspace:
                 self._keep_answer(key, definitions)
                 return definitions
         definitions: tuple[Definition, ...] = ()
+        limit = JEDI_SECONDS_PER_CALL if deadline is None else min(JEDI_SECONDS_PER_CALL, deadline - time.monotonic())
+        started = time.monotonic()
         try:
-            import jedi
-
-            scripts = getattr(_budget, "scripts", None)
-            script = scripts.get((source.path, source.text)) if scripts is not None else None
-            if script is None:
-                script = jedi.Script(code=source.text, path=source.path, project=self.project)
-                if scripts is not None:
-                    scripts[(source.path, source.text)] = script
-            if question == "goto":
-                names = script.goto(line, column, follow_imports=True)
+            try:
+                with interrupt.bounded(limit):
+                    script, names = self._jedi_names(question, source, line, column)
+                    definitions = tuple(
+                        Definition(str(name.module_path), name.line, name.column, name.type, name.full_name)
+                        for name in names
+                        if name.module_path is not None and name.line is not None
+                    )
+            except interrupt.CallTimedOut:
+                log.warning("jedi %s at %s:%s:%s stopped after %.1f s (time bound); that name stays unknown",
+                            question, source.path, line, column, time.monotonic() - started)
+                self._drop_interrupted_jedi_state()
+                jedi_cache.note((jedi_cache.UNKNOWN,))
+                definitions = ()
             else:
-                names = script.infer(line, column)
-            definitions = tuple(
-                Definition(str(name.module_path), name.line, name.column, name.type, name.full_name)
-                for name in names
-                if name.module_path is not None and name.line is not None
-            )
-            self._answers.computed(key, stable, definitions, source, script)
+                self._answers.computed(key, stable, definitions, source, script)
         except Exception as exc:  # jedi failure degrades to "unknown", never a crash
             log.warning("jedi %s failed at %s:%s:%s: %s", question, source.path, line, column, exc)
             jedi_cache.note((jedi_cache.UNKNOWN,))
+            definitions = ()
+        # Kept for this very text (asking again would take as long); never persisted (UNKNOWN noted).
         self._keep_answer(key, definitions)
         return definitions
+
+    def _jedi_names(self, question: str, source: SourceFile, line: int, column: int):
+        import jedi
+
+        scripts = getattr(_budget, "scripts", None)
+        script = scripts.get((source.path, source.text)) if scripts is not None else None
+        if script is None:
+            script = jedi.Script(code=source.text, path=source.path, project=self.project)
+            if scripts is not None:
+                scripts[(source.path, source.text)] = script
+        if question == "goto":
+            return script, script.goto(line, column, follow_imports=True)
+        return script, script.infer(line, column)
+
+    def _drop_interrupted_jedi_state(self) -> None:
+        """After an interrupted call: jedi's inference state may be half-updated, and its compiled-object
+        subprocess may hold an unread answer (the next call would read it). Both are replaced."""
+        scripts = getattr(_budget, "scripts", None)
+        if scripts:
+            scripts.clear()
+        try:
+            environment = self._project._environment if self._project is not None else None
+            helper = getattr(environment, "_subprocess", None)
+            if helper is not None:
+                helper._kill()  # jedi starts a new one on the next use (Environment._get_subprocess)
+        except Exception as exc:
+            log.warning("could not restart jedi's subprocess: %s; starting a new jedi project", exc)
+            with self._lock:
+                self._project = None

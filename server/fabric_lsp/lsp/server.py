@@ -24,6 +24,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -31,9 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from lsprotocol import types
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 import fabric_lsp
 from fabric_lsp.config import Config, load_config
@@ -45,7 +45,9 @@ from fabric_lsp.lsp.documents import AnalysisResult, Document, Snapshot, uri_to_
 from fabric_lsp.lsp.hover import hover as hover_at
 from fabric_lsp.lsp.logs import ClientLogHandler
 from fabric_lsp.lsp.positions import encoding_name
+from fabric_lsp.lsp.protocol import FabricProtocol
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
+from fabric_lsp.lsp.transport import read_frames
 from fabric_lsp.records import RecordSet, load_records, render_markdown, render_text, rule_by_code
 from fabric_lsp.walk import ExcludeMatcher
 
@@ -61,25 +63,6 @@ CLIENT_REQUEST_TIMEOUT = 10.0
 # Testing hook: seconds each analysis sleeps first, so that tests can make edits and cancellations
 # arrive while an analysis is running. Never set in normal use.
 ANALYSIS_DELAY_ENV = "FABRIC_LSP_TEST_ANALYSIS_DELAY"
-
-
-class FabricProtocol(LanguageServerProtocol):
-    """pygls' protocol, except that the server keeps open documents itself (see documents.py)."""
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
 
 
 def client_features(capabilities: types.ClientCapabilities, encoding: str) -> ClientFeatures:
@@ -127,6 +110,15 @@ def process_alive(pid: int) -> bool:
         return True
 
 
+def utf8_size_over(text: str, limit: int) -> int | None:
+    """The text's size in bytes (as saved, UTF-8) when over limit, else None; encodes only when the
+    character count cannot decide (1 to 4 bytes per character)."""
+    if len(text) * 4 <= limit:
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return size if size > limit else None
+
+
 def _analysis_delay() -> float:
     try:
         return max(0.0, float(os.environ.get(ANALYSIS_DELAY_ENV, "0") or 0))
@@ -165,6 +157,42 @@ class FabricLanguageServer(LanguageServer):
         self._refresh_handle: asyncio.TimerHandle | None = None
         self._log_handler: ClientLogHandler | None = None
         self._background: set[asyncio.Task[Any]] = set()
+
+    # -- transport: pygls' server loops, with fabric_lsp's frame reader (transport.py) ----------
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(read_frames(reader, self.protocol, self._stop_event))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        self._stop_event = stop_event = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            await read_frames(reader, self.protocol, stop_event)
+            self.shutdown()
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(serve())
+        except asyncio.CancelledError:
+            pass
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would pop a window/showMessage for each; a failing handler is a log line, not a dialog
+        log.error("%s: %s", getattr(source, "__name__", source), error)
 
     # -- messages -------------------------------------------------------------------------------
     def trace(self, message: str, verbose: str | None = None) -> None:
@@ -358,8 +386,13 @@ class FabricLanguageServer(LanguageServer):
                 pass
             elif config.exclude and ExcludeMatcher(config.exclude, config.root).excluded(snapshot.path, False):
                 log.debug("%s: excluded by the configuration", snapshot.path)
-            elif len(snapshot.text) > config.max_file_size:
-                log.info("%s: not analysed: larger than max-file-size (%d bytes)", snapshot.path, config.max_file_size)
+            elif (size := utf8_size_over(snapshot.text, config.max_file_size)) is not None:
+                log.info("%s: %d bytes, over max-file-size", snapshot.path, size)
+                # shown once per file, not at every keystroke: the message does not carry the size
+                self._call_in_loop(self.show_once, [
+                    f"fabric-lsp: {snapshot.path} is not analysed: it is larger than max-file-size "
+                    f"({config.max_file_size} bytes)"
+                ], types.MessageType.Info)
             else:
                 workspace = workspace_for(config)
                 if workspace.overlays is not self.overlays:

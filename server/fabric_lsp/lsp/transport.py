@@ -1,0 +1,87 @@
+"""Reading LSP frames (`Content-Length: N` headers, a blank line, N bytes of JSON) from a byte stream.
+
+pygls' own loop (pygls.io_.run_async) only recognises a header line that is exactly
+`Content-Length: N\\r\\n`: after one frame with a wrong length, the rest of that frame's body is read
+as a header line glued to the next frame's header, and every frame after it is lost the same way.
+This loop looks for the header at the end of any line instead. Since a JSON body never contains a
+raw newline, a body read as a line always ends where the next frame's header line ends, so the
+stream is back in step after at most one or two lost messages.
+
+Bodies go to `protocol.receive` as decoded JSON (or the parse error), which answers what it must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from typing import Any, Awaitable, Protocol
+
+log = logging.getLogger("fabric_lsp.lsp")
+
+HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,15})[ \t]*\r?\n?\Z", re.IGNORECASE)
+# A larger frame is not read as one: its body then passes as an (ignored) header line, so a wrong
+# huge length costs one message instead of a huge allocation or the rest of the stream.
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+
+class AsyncReader(Protocol):
+    def readline(self) -> Awaitable[bytes]: ...
+
+    def readexactly(self, n: int) -> Awaitable[bytes]: ...
+
+
+class PayloadReceiver(Protocol):
+    def receive(self, payload: Any, error: str | None = None) -> None: ...
+
+
+def decode(body: bytes) -> tuple[Any, str | None]:
+    """(payload, None), or (None, why it is not JSON)."""
+    try:
+        return json.loads(body), None
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        return None, f"{type(error).__name__}: {error}"[:300]
+
+
+async def read_frames(reader: AsyncReader, protocol: PayloadReceiver, stop_event: threading.Event) -> None:
+    """Hand every frame's payload to the protocol until end of input or stop_event."""
+    content_length: int | None = None
+    while not stop_event.is_set():
+        try:
+            line = await reader.readline()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as error:
+            # asyncio's StreamReader (TCP) refuses lines over its limit: the frame is lost, not the stream
+            log.warning("unreadable header line skipped: %s", error)
+            content_length = None
+            continue
+        if not line:
+            break
+        header = HEADER.search(line)
+        if header is not None:
+            length = int(header.group(1))
+            if length > MAX_FRAME_BYTES:
+                log.error("frame of %d bytes (over %d) not read; its body is skipped", length, MAX_FRAME_BYTES)
+                content_length = None
+            else:
+                content_length = length
+                if header.start() > 0:
+                    log.warning("stream resynchronised: %d bytes before a header skipped", header.start())
+            continue
+        if line.strip():
+            continue  # Content-Type, or garbage: nothing to do
+        if content_length is None:
+            continue  # a blank line outside a frame
+        try:
+            body = await reader.readexactly(content_length)
+        except asyncio.IncompleteReadError:
+            break
+        if content_length and not body:
+            break  # end of input
+        content_length = None
+        payload, error = decode(body)
+        try:
+            protocol.receive(payload, error)
+        except Exception:  # the protocol answers what it can; a failure here must not end the loop
+            log.exception("message not handled")
