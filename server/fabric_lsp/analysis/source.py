@@ -6,6 +6,7 @@ import ast
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -14,6 +15,11 @@ from fabric_lsp.walk import read_source
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+# Parsing the user's files makes CPython warn about their code (`"\k"`, `x is 1`) on stderr: the CLI's
+# output and the editor's server log. What the code says is not this tool's business.
+warnings.filterwarnings("ignore", category=SyntaxWarning)
+warnings.filterwarnings("ignore", message=r"invalid (escape sequence|octal escape sequence)", category=DeprecationWarning)
 
 
 @dataclass(eq=False)
