@@ -138,8 +138,9 @@ def test_tcp_transport(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    stderr_path = tmp_path / "stderr.txt"
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], env=server_env(), stderr=subprocess.DEVNULL
+        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], env=server_env(), stderr=stderr_path.open("wb")
     )
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -168,6 +169,11 @@ def test_tcp_transport(tmp_path):
             assert capabilities_["hoverProvider"] is True
             assert capabilities_["positionEncoding"] == "utf-16"
             assert response["result"]["serverInfo"]["name"] == "fabric-lsp"
+            connection.sendall(_message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+            assert _read_message(stream) == {"jsonrpc": "2.0", "id": 2, "result": None}
+            connection.sendall(_message({"jsonrpc": "2.0", "method": "exit"}))
+            assert process.wait(TIMEOUT) == 0
+        assert "Traceback" not in stderr_path.read_text(encoding="utf-8", errors="replace")
     finally:
         process.kill()
         process.wait()

@@ -177,8 +177,12 @@ class FabricLanguageServer(LanguageServer):
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.protocol.set_writer(writer)  # type: ignore[arg-type]
-            await read_frames(reader, self.protocol, stop_event)
-            self.shutdown()
+            try:
+                await read_frames(reader, self.protocol, stop_event)
+            except SystemExit:  # pygls ends `exit` with sys.exit; asyncio would log it as a crash here
+                pass
+            finally:
+                self.shutdown()  # closes the listening socket: serve() returns, then run() with exit_code
 
         async def serve() -> None:
             self._server = await asyncio.start_server(connection, host, port)
