@@ -49,13 +49,12 @@ class _Watchdog:
             self._cond.notify()
             return token
 
-    def disarm(self, token: int) -> bool:
-        """Stop watching; True if the call was interrupted (a pending, undelivered interrupt is cleared)."""
+    def disarm(self, token: int) -> None:
+        """Stop watching; an interrupt sent but not yet delivered is cleared."""
         with self._cond:
             thread_id, _, fired = self._armed.pop(token)
             if fired:
                 _set_async_exc(ctypes.c_ulong(thread_id), None)
-            return fired
 
     def _watch(self) -> None:
         with self._cond:

@@ -287,7 +287,6 @@ class Workspace:
         except Exception as exc:  # jedi failure degrades to "unknown", never a crash
             log.warning("jedi %s failed at %s:%s:%s: %s", question, source.path, line, column, exc)
             jedi_cache.note((jedi_cache.UNKNOWN,))
-            definitions = ()
         # Kept for this very text (asking again would take as long); never persisted (UNKNOWN noted).
         self._keep_answer(key, definitions)
         return definitions

@@ -48,9 +48,7 @@ def _why_unstructurable(error: BaseException) -> str:
     """The first concrete reason cattrs gives, with where it is (cattrs nests exception groups and
     notes the attribute path on each)."""
     path: list[str] = []
-    seen = 0
-    while seen < 50:
-        seen += 1
+    for _ in range(50):  # cattrs nests a few levels; a cycle of causes must not loop forever
         if isinstance(error, BaseExceptionGroup) and error.exceptions:
             error = error.exceptions[0]
         elif isinstance(error.__cause__, BaseException):
