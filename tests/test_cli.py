@@ -295,7 +295,7 @@ def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatc
     pyproject = tmp_path / "pyproject.toml"
     assert code == 0 and out == "All checks passed!\n"
     assert err.splitlines() == [
-        f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003); "
+        f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003, FAB004); "
         "using the default",
         f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
         "exclude, extend-records, hints, max-file-size); using the default",
@@ -422,6 +422,8 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     assert code == 0
     lines = out.splitlines()
     assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
+    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004"]
+    assert lines[3].split()[1:3] == ["mark-forward-method-invalid-name", "5cc4a68dd37501f7"]
     code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
     assert code == 0
     assert json.loads(out) == [
@@ -455,6 +457,59 @@ def test_explain_a_pasted_runtime_error_fills_in_its_names(tmp_path, monkeypatch
     monkeypatch.setattr(sys, "stdin", io.StringIO(pasted))
     code, out, _ = run(["explain", "-", "--format", "markdown"], tmp_path, monkeypatch, capsys)
     assert code == 0 and out.startswith("### FAB003 mark-forward-method-bound\n")
+
+
+@pytest.mark.parametrize("query", ["FAB004", "mark-forward-method-invalid-name", "5cc4a68dd37501f7"])
+def test_explain_fab004_by_code_name_or_record(tmp_path, monkeypatch, capsys, query):
+    code, out, err = run(["explain", query], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert out.startswith("FAB004 mark-forward-method-invalid-name\n")
+    assert "AttributeError: You marked '<method>' as a forward method, but `<class>.<method>` does not exist" in out
+    assert "For `\"forward\"`: ValueError: You cannot mark the forward method itself" in " ".join(out.split())
+
+
+# (pasted message, heading, the message line explain shows first, more text of that path)
+PASTED = [
+    ("TypeError: Expected a method or a string, but got: function", "FAB003 mark-forward-method-bound",
+     "TypeError: Expected a method or a string, but got: function", "`Model.generate`"),
+    ("AttributeError: You marked 'genrate' as a forward method, but `TinyLM.genrate` does not exist or is not a "
+     "method.", "FAB004 mark-forward-method-invalid-name",
+     "AttributeError: You marked 'genrate' as a forward method, but `TinyLM.genrate` does not exist or is not a "
+     "method.", "does not depend on the strategy"),
+    ("ValueError: You cannot mark the forward method itself as a forward method.",
+     "FAB004 mark-forward-method-invalid-name",
+     "ValueError: You cannot mark the forward method itself as a forward method.",
+     "raises ValueError on every strategy"),
+    ("TypeError: Materialization requires that the `Block.reset_parameters` method is implemented. This method is "
+     "used to initialize any children parameters or buffers in this module.", "FAB002 missing-reset-parameters",
+     "TypeError: Materialization requires that the `Block.reset_parameters` method is implemented. This method is "
+     "used to initialize any children parameters or buffers in this module.",
+     "Under torch FSDP (`strategy=\"fsdp\"`): AttributeError: 'Block' object has no attribute 'reset_parameters'"),
+    ("AttributeError: 'Block' object has no attribute 'reset_parameters'", "FAB002 missing-reset-parameters",
+     "AttributeError: 'Block' object has no attribute 'reset_parameters'",
+     "calls `Block.reset_parameters()` without checking that it exists"),
+    ("UserWarning: Parameter initialization incomplete. The following modules have parameters or buffers with "
+     "uninitialized memory because they don't define a `reset_parameters()` method for re-initialization: Block",
+     "FAB002 missing-reset-parameters",
+     "UserWarning: Parameter initialization incomplete. The following modules have parameters or buffers with "
+     "uninitialized memory because they don't define a `reset_parameters()` method for re-initialization: Block\n"
+     "(a warning, not an exception: the run goes on)",
+     "No exception: Lightning only warns, and the parameters and buffers of `Block` keep the uninitialised memory"),
+]
+
+
+@pytest.mark.parametrize(("message", "heading", "first", "more"), PASTED, ids=[
+    "fab003", "fab004", "fab004-forward", "fab002-materialize", "fab002-fsdp", "fab002-model-parallel"])
+def test_explain_each_runtime_message_shows_that_paths_wording(tmp_path, monkeypatch, capsys, message, heading,
+                                                               first, more):
+    code, out, err = run(["explain", message], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    sections = out.split("\n\n")
+    assert sections[0] == f"{heading}\n{'=' * len(heading)}"
+    assert sections[1] == first
+    assert more in " ".join(out.split())
+    code, markdown, _ = run(["explain", "--format", "markdown", message], tmp_path, monkeypatch, capsys)
+    assert code == 0 and markdown.split("\n\n")[1] == f"```text\n{first}\n```"
 
 
 def test_explain_unknown_exits_2(tmp_path, monkeypatch, capsys):

@@ -65,37 +65,77 @@ class FileResult:
     dependencies: tuple[tuple, ...] | None = None
 
 
+def _internal_error(error: BaseException) -> str:
+    """One line for the user; the traceback only when FABRIC_LSP_DEBUG is set (it is a bug report)."""
+    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    message = f"internal error while checking: {detail}"
+    if os.environ.get("FABRIC_LSP_DEBUG"):
+        message += "\n" + traceback.format_exc()
+    else:
+        message += " (set FABRIC_LSP_DEBUG=1 to see where)"
+    return message
+
+
+def check_project(paths: list[str], config: Config) -> list[FileResult]:
+    """The files of one project, analysed together as one program (analysis.program)."""
+    texts: dict[str, str] = {}
+    results: dict[str, FileResult] = {}
+    for path in paths:
+        source, notice = read_source(path, config.max_file_size)
+        if source is None:
+            results[path] = FileResult(path, notice=notice)
+        else:
+            texts[path] = source.text
+    if texts:
+        try:
+            from fabric_lsp.analysis import incremental
+            from fabric_lsp.cache import stamps_for
+            from fabric_lsp.engine import check_paths
+
+            found, depends_on, _ = check_paths(texts, config)
+            dependencies = tuple(map(tuple, stamps_for(depends_on, "")))
+            for path in texts:
+                results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
+                                           dependencies=dependencies)
+            for path in texts:
+                incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
+        except Exception as error:  # one project's crash must not lose the others' results
+            message = _internal_error(error)
+            for path in texts:
+                results[path] = FileResult(path, error=message)
+    return [results[path] for path in paths]
+
+
 def check_file(path: str, config: Config) -> FileResult:
-    source, notice = read_source(path, config.max_file_size)
-    if source is None:
-        return FileResult(path, notice=notice)
-    try:  # check_source skips files without its trigger words before parsing
-        from fabric_lsp.analysis import incremental
-        from fabric_lsp.analysis.jedi_cache import UNKNOWN, recording_dependencies
-        from fabric_lsp.cache import stamps_for
-        from fabric_lsp.engine import check_source
-
-        with recording_dependencies() as read:
-            findings = check_source(path, source.text, config)
-        incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
-        dependencies = None if UNKNOWN in read else tuple(map(tuple, stamps_for(read, os.path.abspath(path))))
-    except Exception as error:  # one file's crash must not lose the others' results
-        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        return FileResult(path, error=f"internal error while checking: {detail}\n{traceback.format_exc()}")
-    return FileResult(path, findings=tuple(findings), dependencies=dependencies)
+    return check_project([path], config)[0]
 
 
-def _check_chunk(paths: list[str], config: Config) -> list[FileResult]:
-    return [check_file(path, config) for path in paths]
+def _check_projects(groups: list[list[str]], config: Config) -> list[FileResult]:
+    return [result for group in groups for result in check_project(group, config)]
+
+
+def _by_project(paths: Sequence[str], config: Config) -> list[list[str]]:
+    from fabric_lsp.engine import project_root_for
+
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        groups.setdefault(project_root_for(path, config.root), []).append(path)
+    return [groups[root] for root in sorted(groups)]
 
 
 def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[FileResult]:
-    """Results for `paths`, in the same order. `jobs`: 0 = automatic, 1 = serial."""
+    """Results for `paths`, in the same order. `jobs`: 0 = automatic, 1 = serial. The files of one
+    project are analysed together; projects are spread over the worker processes."""
+    groups = _by_project(paths, config)
     workers = jobs if jobs > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
-    if workers <= 1 or len(paths) < (PARALLEL_MIN_FILES if jobs == 0 else 2):
-        return _check_chunk(list(paths), config)
-    size = max(1, min(32, math.ceil(len(paths) / (workers * 4))))
-    chunks = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    if workers <= 1 or len(groups) < 2 or len(paths) < (PARALLEL_MIN_FILES if jobs == 0 else 2):
+        found = {r.path: r for r in _check_projects(groups, config)}
+        return [found[path] for path in paths]
+    # Largest projects first, dealt round-robin, so that the workers finish together.
+    ordered = sorted(groups, key=lambda g: (-len(g), g[0]))
+    chunks: list[list[list[str]]] = [[] for _ in range(min(workers * 2, len(ordered)))]
+    for index, group in enumerate(ordered):
+        chunks[index % len(chunks)].append(group)
     try:
         # fork when this process runs no other thread (nothing to inherit half-locked; a worker
         # starts in milliseconds instead of a quarter second of interpreter start and imports),
@@ -103,11 +143,12 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[Fil
         forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
         context = multiprocessing.get_context("fork" if forkable else "spawn")
         with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
-            results = [r for chunk in pool.map(_check_chunk, chunks, [config] * len(chunks)) for r in chunk]
+            results = [r for chunk in pool.map(_check_projects, chunks, [config] * len(chunks)) for r in chunk]
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
-        return _check_chunk(list(paths), config)
-    return results
+        results = _check_projects(groups, config)
+    found = {r.path: r for r in results}
+    return [found[path] for path in paths]
 
 
 def _cache_python(config: Config, cwd: str) -> str:
@@ -140,6 +181,10 @@ def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: F
             misses.append(path)
         else:
             results[path] = FileResult(path, findings=findings)
+    if misses:
+        # A project is analysed as a whole: every requested file of a project with a miss is re-checked.
+        missed_roots = {project_root_for(path, config.root) for path in misses}
+        misses = [path for path in paths if project_root_for(path, config.root) in missed_roots]
     states = {path: cache.file_state(os.path.abspath(path)) for path in misses}  # before the check
     for result in check_files(misses, config, jobs):
         results[result.path] = result
@@ -393,10 +438,13 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             n_written = len(outcome.written)
             _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
                  f"in {n_written} file{'s' if n_written != 1 else ''}")
-        # A fix may edit another file than its finding's (a class in a module), so re-check the
-        # files whose findings were fixed as well as the files written.
+        # A fix may change the findings of other files of its project (a mark after a setup in main.py
+        # ends a finding in helpers.py): the projects written to are checked again as a whole.
+        from fabric_lsp.engine import project_root_for
+
         touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
-        rechecked = sorted(touched & set(files))
+        touched_roots = {project_root_for(path, config.root) for path in touched}
+        rechecked = sorted(path for path in files if project_root_for(path, config.root) in touched_roots)
         if rechecked:
             fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache)}
             for result in fresh.values():

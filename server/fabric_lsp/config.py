@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from fabric_lsp.findings import Severity
+from fabric_lsp.records.rules_table import RULES
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -26,7 +27,7 @@ except ModuleNotFoundError:  # Python 3.10: tomli if the user has it, else no py
     except ModuleNotFoundError:
         _toml = None
 
-ALL_CODES = ("FAB001", "FAB002", "FAB003")
+ALL_CODES = tuple(rule.code for rule in RULES)  # ("FAB001", ..., "FAB004"), from the one rules table
 SECTION = "fabric-lsp"
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 

@@ -1,6 +1,9 @@
 """text -> analysis -> rules -> findings, with configuration and `# noqa` applied.
 
-The CLI and the language server both call `check_source`; neither filters findings again.
+The CLI and the language server both call `check_source`; neither filters findings again. A file is
+analysed as part of its project's program (analysis.program): the findings of every file of that
+program are computed once per state of the program's files and handed out per file, so checking
+ten files of one project solves it once, and an editor's open documents share the work.
 """
 
 from __future__ import annotations
@@ -8,14 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from fabric_lsp.analysis import analyze, may_have_findings
+from fabric_lsp.analysis import analyze
 from fabric_lsp.analysis.incremental import analysing, parse_text
+from fabric_lsp.analysis.program import Program, build_programs, solve
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.workspace import Workspace, jedi_budget
-from fabric_lsp.cache import attach_answer_store, save_answers
+from fabric_lsp.analysis.workspace import Workspace, interpreter_sys_path
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.rules import ALL_RULES
@@ -23,8 +27,6 @@ from fabric_lsp.rules import ALL_RULES
 log = logging.getLogger("fabric_lsp.engine")
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-
-JEDI_SECONDS_PER_FILE = 10.0
 
 _workspaces: dict[tuple[str | None, str | None], Workspace] = {}
 _workspaces_lock = threading.Lock()
@@ -50,15 +52,90 @@ def project_root_for(path: str, configured: str | None) -> str:
 
 
 def workspace_for(config: Config, path: str | None = None) -> Workspace:
-    """One workspace (jedi project) per (root, interpreter), reused across checks."""
+    """One workspace (root, analysis interpreter, unsaved buffers) per (root, interpreter)."""
     root = project_root_for(path, config.root) if path else config.root
     key = (root, config.python)
     with _workspaces_lock:
         workspace = _workspaces.get(key)
         if workspace is None:
             workspace = _workspaces[key] = Workspace(root, config.python)
-            attach_answer_store(workspace, config, root)  # jedi's answers kept across runs
         return workspace
+
+
+@dataclass
+class ProgramResult:
+    key: tuple
+    program: Program
+    findings: dict[str, list[Finding]]  # by file, before configuration
+    notices: list[str]
+
+
+@dataclass
+class ProjectResult:
+    findings: dict[str, list[Finding]]  # by file, before configuration
+    notices: list[str]
+    walked: tuple[str, ...]  # the project files the answer depends on
+    sources: dict[str, SourceFile]  # the parsed files of the programs
+
+
+_programs: dict[tuple, ProgramResult] = {}
+_programs_lock = threading.Lock()
+_MAX_PROGRAMS = 64
+
+
+def project_result(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None) -> ProjectResult:
+    """The findings of every file of the programs `paths` take part in; each program is solved once
+    per state of its files (kept between calls)."""
+    root = workspace.root or project_root_for(paths[0], config.root)
+
+    def library_path() -> tuple[str, ...]:
+        return interpreter_sys_path(workspace.python) or interpreter_sys_path(sys.executable) or ()
+
+    texts = dict(workspace.overlays)
+    if overlays:
+        texts.update(overlays)
+    programs, walked = build_programs(root, paths, texts, library_path, config.exclude, config.max_file_size)
+    findings: dict[str, list[Finding]] = {}
+    notices: list[str] = []
+    sources: dict[str, SourceFile] = {}
+    for program in programs:
+        result = _solved(program, workspace)
+        for path, found in result.findings.items():
+            findings.setdefault(path, []).extend(found)
+        notices.extend(result.notices)
+        sources.update(program.sources)
+    return ProjectResult(findings, notices, walked, sources)
+
+
+def _solved(program: Program, workspace: Workspace) -> ProgramResult:
+    key = (
+        program.root, workspace.python,
+        tuple((p, id(source)) for p, source in sorted(program.sources.items())),
+    )
+    with _programs_lock:
+        known = _programs.get(key)
+        if known is not None:
+            return known
+    solve(program)
+    facts = analyze(program)
+    by_file: dict[str, list[Finding]] = {}
+    for rule in ALL_RULES:
+        try:
+            found = rule.check(facts)
+        except Exception:  # one rule's bug must not hide the others' findings
+            log.exception("%s: rule %s failed", program.root, rule.code)
+            continue
+        for finding in found:
+            by_file.setdefault(finding.span.path, []).append(finding)
+    for notice in facts.notices:
+        log.info("%s", notice)
+    result = ProgramResult(key, program, by_file, list(facts.notices))
+    with _programs_lock:
+        # Keyed by the sources' identities: a kept result holds its sources, so no id is reused.
+        _programs[key] = result
+        while len(_programs) > _MAX_PROGRAMS:
+            _programs.pop(next(iter(_programs)))
+    return result
 
 
 def check_source(path: str, text: str, config: Config, workspace: Workspace | None = None) -> list[Finding]:
@@ -67,35 +144,43 @@ def check_source(path: str, text: str, config: Config, workspace: Workspace | No
 
 
 def _check_source(path: str, text: str, config: Config, workspace: Workspace | None) -> list[Finding]:
-    path = os.path.abspath(path)
-    if not may_have_findings(text):
-        return []
-    source = parse_text(path, text, checked=True)  # re-parses only what an edit touched
-    if source.tree is None:
-        log.info("%s: not analysed: %s", path, source.syntax_error)
-        return []
-    workspace = workspace or workspace_for(config, path)
+    found, _, _ = _check_texts({os.path.abspath(path): text}, config, workspace)
+    return found[os.path.abspath(path)]
+
+
+def check_paths(texts: dict[str, str], config: Config) -> tuple[dict[str, list[Finding]], list[str], list[str]]:
+    """Findings of several files of one project (one program build and solve for all of them), the
+    project files whose state the answer depends on, and the analysis's notices."""
+    with analysing():
+        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None)
+
+
+def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | None):
+    paths = sorted(texts)
+    found: dict[str, list[Finding]] = {path: [] for path in paths}
+    if not paths:
+        return found, [], []
+    workspace = workspace or workspace_for(config, paths[0])
     try:
-        with jedi_budget(JEDI_SECONDS_PER_FILE):
-            facts = analyze(source, workspace)
+        # A file that takes part in no program (nothing in it or importing it names Fabric) is not
+        # even parsed: the programs are found from the files' text (analysis.program).
+        result = project_result(paths, config, workspace, texts)
     except RecursionError:
-        log.warning("%s: not analysed: nesting too deep", path)
-        return []
-    save_answers(workspace)  # now and then, in the analysing thread
-    findings: list[Finding] = []
-    for rule in ALL_RULES:
-        if not config.enabled(rule.code):
-            continue
-        try:
-            findings.extend(rule.check(facts))
-        except Exception:  # one rule's bug must not hide the others' findings
-            log.exception("%s: rule %s failed", path, rule.code)
-    return sorted(_configured(findings, source, config), key=lambda f: (f.span.start, f.code))
+        log.warning("%s: not analysed: nesting too deep", paths[0])
+        return found, [], []
+    for path in paths:
+        source = result.sources.get(path)
+        if source is not None:
+            found[path] = _configured(result.findings.get(path, []), source, config)
+    return found, list(result.walked), list(result.notices)
 
 
 def _configured(findings: list[Finding], source: SourceFile, config: Config) -> list[Finding]:
+    """Selection, severity overrides, hints and `# noqa` of the configuration, in a stable order."""
     kept = []
     for finding in findings:
+        if not config.enabled(finding.code):
+            continue
         override = config.severity.get(finding.code)
         if override is not None:
             finding = replace(finding, severity=Severity(override))
@@ -104,7 +189,7 @@ def _configured(findings: list[Finding], source: SourceFile, config: Config) -> 
         if finding.span.path == source.path and is_suppressed(source.line(finding.noqa_line + 1), finding.code):
             continue
         kept.append(finding)
-    return kept
+    return sorted(kept, key=lambda f: (f.span.start, f.code, f.message))
 
 
 def is_suppressed(line: str, code: str) -> bool:

@@ -29,7 +29,7 @@ CASES = {
     "fab001_generate_ddp_literal.py": "generate",
     "fab001_strategy_from_argparse.py": "decode",
     "fab003_bound_method_ddp.py": "model.generate",
-    "fab002_parameter_list.py": "MultiTaskHead(dim=16, num_tasks=3)",
+    "fab002_parameter_list.py": "nn.ParameterList([nn.Parameter(torch.zeros(dim)) for _ in range(num_tasks)])",
 }
 
 

@@ -1,4 +1,9 @@
-"""Source -> facts. The only package that talks to jedi (through `workspace`)."""
+"""Source -> facts. The only package that talks to jedi (through `workspace`).
+
+`analyze(program)` turns a solved program (analysis.program, analysis.flow) into the facts the
+rules read: calls of methods on wrapped models with every way a wrapped model reaches them,
+`mark_forward_method` calls, and models built on the meta device with how they are materialized.
+"""
 
 from __future__ import annotations
 
@@ -6,80 +11,445 @@ import ast
 import logging
 from dataclasses import dataclass, field
 
-from fabric_lsp.analysis.classes import ClassInfo, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.fabric import BoundMarkFact, FabricAnalyzer, MethodCallFact, WrappedModel
-from fabric_lsp.analysis.imports import ImportTable
-from fabric_lsp.analysis.meta import MetaAnalyzer, MetaModelFact
+from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
+from fabric_lsp.analysis.flow import Event, MetaTag, Solver, describe, sort_key
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.workspace import Workspace
+from fabric_lsp.analysis.values import (
+    Bound,
+    Class,
+    FabricValue,
+    Function,
+    Instance,
+    Lib,
+    Strategy,
+    Wrapped,
+    WrappedMethod,
+)
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
-
-# Words without which a file cannot contain a finding: checked before parsing.
-TRIGGER_WORDS = ("setup", "init_module", "meta", "mark_forward_method")
 
 
 @dataclass(frozen=True)
 class MethodInfo:
     """What `wrapped.<name>` is on the wrapped model's class."""
 
-    kind: str  # wrapper | method | classmethod | staticmethod | property | attribute | missing | unknown
+    kind: str  # wrapper | method | classmethod | staticmethod | property | generator | attribute | missing | unknown
     class_name: str | None
     definition: Span | None
     runs: RunsModule | None  # for methods: does it run a module?
 
 
+@dataclass(frozen=True)
+class Origin:
+    """One `fabric.setup(...)` / `setup_module(...)` call: a source of wrapped models."""
+
+    site: ast.Call
+    path: str
+    scope: ir.Scope  # the function (or module) that calls setup
+    statement: ast.AST | None  # the statement holding the call (for the quick fix)
+    target: ast.expr | None  # what the wrapped model is bound to there (`model`, `self._model`)
+    fabrics: tuple[FabricValue, ...]
+    models: tuple  # flow values of the module given to setup (Instance, UNKNOWN, ...)
+
+    def target_text(self, source: SourceFile) -> str:
+        return source.segment(self.target) if self.target is not None else "model"
+
+
+@dataclass(frozen=True)
+class WrappedPath:
+    """A way a wrapped model reaches a line: its setup call, the Fabric there, the model's class."""
+
+    origin: Origin
+    fabric: FabricValue
+    strategy: Strategy
+    cls: ClassRef  # None: the class could not be seen
+    compiled: bool
+
+
 @dataclass
-class FileFacts:
-    source: SourceFile
-    imports: ImportTable
-    method_calls: list[tuple[MethodCallFact, MethodInfo]] = field(default_factory=list)
-    bound_marks: list[tuple[BoundMarkFact, MethodInfo]] = field(default_factory=list)
+class MethodCallFact:
+    """`wrapped.method(...)` (or a call of a saved `wrapped.method`) on a Fabric-wrapped model."""
+
+    node: ast.Call
+    path: str
+    span_node: ast.AST  # the attribute (its name is reported) or the called expression
+    method: str
+    scope: ir.Scope
+    paths: list[WrappedPath] = field(default_factory=list)  # the paths on which it is not marked before the call
+
+
+@dataclass
+class MarkFact:
+    """`wrapped.mark_forward_method(argument)`."""
+
+    node: ast.Call
+    path: str
+    argument: ast.AST | None
+    paths: list[WrappedPath]
+    names: frozenset[str]
+    values: frozenset  # the argument's flow values
+
+
+@dataclass
+class Materialization:
+    how: str  # "materialize" (_materialize_meta_tensors), "distributed" (_materialize_distributed_module), "fsdp", "model_parallel", "setup"
+    call: ast.Call | None  # None when implied by init_module under FSDP/ModelParallel
+    path: str | None
+    description: str
+    certain: bool
+
+
+@dataclass
+class MetaModelFact:
+    """A module built on the meta device and then materialized."""
+
+    tag: MetaTag
+    cls: ClassRef
+    materializations: list[Materialization]
+    meta_certain: bool  # False for init_module(empty_init=<not a literal>)
+    classes_at_materialization: int = 1  # how many different classes reach the same materialization
+
+
+@dataclass
+class ProgramFacts:
+    program: object
+    solver: Solver
+    resolver: ClassResolver
+    modules: ModuleAnalyzer
+    method_calls: list[MethodCallFact] = field(default_factory=list)
+    marks: list[MarkFact] = field(default_factory=list)
     meta_models: list[MetaModelFact] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    origins: dict[int, Origin] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+
+    def source(self, path: str) -> SourceFile | None:
+        return self.program.source_of(path)
+
+    def strategy(self, fabric: FabricValue) -> Strategy:
+        return self.solver.strategy(fabric)
+
+    def method_info(self, cls: ClassRef, name: str) -> MethodInfo:
+        key = (id(cls), name)
+        cache = self.__dict__.setdefault("_method_infos", {})
+        if key not in cache:
+            cache[key] = (cls, method_info(self, cls, name))
+        return cache[key][1]
+
+    def chain(self, call: "MethodCallFact", origin: Origin, limit: int = 6) -> list[tuple[str, ast.AST, str]]:
+        """The calls that bring the wrapped model of `origin` to the scope of `call`, from the setup
+        towards the call: arguments passed into helpers, and values helpers return."""
+        passes: dict[int, list[Event]] = {}
+        returns: dict[int, list[Event]] = {}
+        for event in self.events:
+            if event.kind == "pass" and origin.site in event.data["sites"]:
+                passes.setdefault(id(event.data["callee"]), []).append(event)
+            elif event.kind == "returned" and origin.site in event.data["sites"]:
+                returns.setdefault(id(event.scope), []).append(event)
+        target = origin.scope
+        frontier: list[tuple[ir.Scope, list]] = [(call.scope, [])]
+        seen = {id(call.scope)}
+        for _ in range(limit):
+            following: list[tuple[ir.Scope, list]] = []
+            for scope, hops in frontier:
+                if scope is target:
+                    return list(reversed(hops))
+                for event in passes.get(id(scope), ()):
+                    if id(event.scope) not in seen:
+                        seen.add(id(event.scope))
+                        text = f"the wrapped model is passed to `{scope.name}` here"
+                        following.append((event.scope, hops + [(event.path, event.node, text)]))
+                for event in returns.get(id(scope), ()):
+                    callee = event.data["callee"]
+                    if id(callee) not in seen:
+                        seen.add(id(callee))
+                        text = f"`{callee.name}` returns the wrapped model here"
+                        following.append((callee, hops + [(event.path, event.node, text)]))
+            frontier = following
+            if not frontier:
+                break
+        for scope, hops in frontier:
+            if scope is target:
+                return list(reversed(hops))
+        return []
 
 
-def may_have_findings(text: str) -> bool:
-    return any(word in text for word in TRIGGER_WORDS)
-
-
-def analyze(source: SourceFile, workspace: Workspace) -> FileFacts:
-    resolver = ClassResolver(workspace)
-    facts = FileFacts(source, resolver.imports_of(source))
-    if source.tree is None:
-        return facts
+def analyze(program) -> ProgramFacts:
+    solver: Solver = program.solver
+    resolver = ClassResolver(program)
     modules = ModuleAnalyzer(resolver)
-    fabric = FabricAnalyzer(resolver, source)
-    fabric_facts = fabric.analyze()
-    for call in fabric_facts.method_calls:
-        facts.method_calls.append((call, method_info(resolver, modules, call.wrapped, call.method)))
-    for mark in fabric_facts.bound_marks:
-        facts.bound_marks.append((mark, method_info(resolver, modules, mark.wrapped, mark.method)))
-    facts.meta_models = MetaAnalyzer(fabric, modules).analyze()
+    modules.flow = solver
+    facts = ProgramFacts(program, solver, resolver, modules, notices=list(program.notices))
+    if solver.bound_hit:
+        return facts  # the tables are not a fixed point: nothing that rests on them is reported
+    events = solver.all_events()
+    origins = _origins(program, solver, events)
+    facts.origins, facts.events = origins, events
+    _method_calls(facts, events, origins)
+    _marks(facts, events, origins)
+    _meta_models(facts, events)
     return facts
 
 
-def method_info(resolver: ClassResolver, modules: ModuleAnalyzer, wrapped: WrappedModel, name: str) -> MethodInfo:
+# -- wrapped models -----------------------------------------------------------------------------------------
+def _origins(program, solver: Solver, events: list[Event]) -> dict[int, Origin]:
+    found: dict[int, Origin] = {}
+    for event in events:
+        if event.kind != "setup" or id(event.node) in found:
+            continue
+        site = event.node
+        fabrics = tuple(sorted((v for v in solver.peek(("setup_fabric", site)) if isinstance(v, FabricValue)), key=sort_key))
+        models = tuple(sorted(solver.peek(("setup_module", site)), key=sort_key))
+        found[id(site)] = Origin(site, event.path, event.scope, event.statement, _setup_target(event.statement, site),
+                                 fabrics, models)
+    return found
+
+
+def _setup_target(statement: ast.AST | None, site: ast.Call) -> ast.expr | None:
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+        value = statement.value
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if value is site or (isinstance(value, ast.Subscript) and value.value is site):
+                first = target.elts[0] if target.elts else None
+                return None if isinstance(first, ast.Starred) else first
+            if isinstance(value, (ast.Tuple, ast.List)):  # a, b = fabric.setup(x), other
+                for element, part in zip(target.elts, value.elts):
+                    if part is site:
+                        return element
+            return None
+        if value is site or (isinstance(value, ast.Subscript) and value.value is site):
+            return target
+    return None
+
+
+def wrapped_paths(facts: ProgramFacts, origin: Origin) -> list[WrappedPath]:
+    paths = []
+    for fabric in origin.fabrics:
+        strategy = facts.strategy(fabric)
+        for model in origin.models:
+            cls, compiled = None, False
+            if isinstance(model, Instance):
+                cls = facts.resolver.ref_of(model.cls)
+                compiled = model.compiled
+            paths.append(WrappedPath(origin, fabric, strategy, cls, compiled))
+    return paths
+
+
+def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    """One fact per call node, with the paths on which the method is not marked before the call.
+    A mark in another function counts as made before (the order cannot be told); a mark whose name
+    cannot be read counts for every method."""
+    by_node: dict[int, MethodCallFact] = {}
+    marks = _marks_by_origin(events)
+    for event in events:
+        if event.kind != "wcall":
+            continue
+        wrapped: Wrapped = event.data["wrapped"]
+        origin = origins.get(id(wrapped.site))
+        if origin is None:
+            continue
+        method = event.data["method"]
+        site = id(wrapped.site)
+        marked = (
+            event.data["marked"]
+            or bool(marks.get((site, method), set()) - {id(event.scope)})
+            or (site, None) in marks
+        )
+        if marked:
+            continue
+        fact = by_node.get(id(event.node))
+        if fact is None:
+            func = event.data.get("func")
+            span_node = func[3] if func is not None and func[0] == "attr" else getattr(event.node, "func", event.node)
+            fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope)
+        fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
+    facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+def _marks_by_origin(events: list[Event]) -> dict[tuple, set[int]]:
+    """(setup site id, method name or None for a name we cannot read) -> ids of the scopes marking it."""
+    found: dict[tuple, set[int]] = {}
+    for event in events:
+        if event.kind != "mark":
+            continue
+        site = id(event.data["wrapped"].site)
+        for name in event.data["names"]:
+            found.setdefault((site, name), set()).add(id(event.scope))
+        if event.data["unknown"]:
+            found.setdefault((site, None), set()).add(id(event.scope))
+    return found
+
+
+def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    by_node: dict[int, MarkFact] = {}
+    for event in events:
+        if event.kind != "mark":
+            continue
+        origin = origins.get(id(event.data["wrapped"].site))
+        if origin is None:
+            continue
+        fact = by_node.get(id(event.node))
+        if fact is None:
+            fact = by_node[id(event.node)] = MarkFact(event.node, event.path, event.data["argument"], [],
+                                                      frozenset(), frozenset())
+        fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
+        fact.names = fact.names | event.data["names"]
+        fact.values = fact.values | event.data["arguments"]
+    facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+# -- meta-device models -------------------------------------------------------------------------------------------
+def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
+    solver = facts.solver
+    found: dict[tuple, MetaModelFact] = {}
+    for event in events:
+        if event.kind not in ("materialize", "setup"):
+            continue
+        instances = [v for v in event.data["values"] if isinstance(v, Instance) and v.meta is not None]
+        if not instances:
+            continue
+        classes = {describe(v.cls) for v in event.data["values"] if isinstance(v, Instance)}
+        for instance in sorted(instances, key=sort_key):
+            materialization = _materialization(facts, event, instance.meta)
+            if materialization is None:
+                continue
+            cls = facts.resolver.ref_of(instance.cls)
+            key = (id(instance.meta[2]), describe(instance.cls))
+            fact = found.get(key)
+            if fact is None:
+                fact = found[key] = MetaModelFact(instance.meta, cls, [], _meta_certain(solver, instance.meta))
+            fact.materializations.append(materialization)
+            fact.classes_at_materialization = max(fact.classes_at_materialization, len(classes))
+    # init_module(empty_init=True) under FSDP / ModelParallel: setup materializes, in sight or not.
+    for event in events:
+        if event.kind != "meta_build":
+            continue
+        for instance in sorted(event.data["values"], key=sort_key):
+            tag = instance.meta
+            if not isinstance(instance, Instance) or tag is None or tag.kind != "init_module":
+                continue
+            key = (id(tag[2]), describe(instance.cls))
+            if key in found:
+                continue
+            implied = _implied_by_init_module(facts, tag)
+            if implied is not None:
+                found[key] = MetaModelFact(tag, facts.resolver.ref_of(instance.cls), [implied], _meta_certain(solver, tag))
+    facts.meta_models = [found[k] for k in sorted(found, key=lambda k: (found[k].tag.path, getattr(found[k].tag.creation, "lineno", 0), k[1]))]
+
+
+def _meta_certain(solver: Solver, tag: MetaTag) -> bool:
+    if tag.kind != "init_module":
+        return True
+    return solver.empty_init(tag.init_call) is True
+
+
+def _materialization(facts: ProgramFacts, event: Event, tag: MetaTag) -> Materialization | None:
+    solver = facts.solver
+    source = facts.source(event.path)
+    text = source.segment(event.node.func) if source is not None and isinstance(event.node, ast.Call) else "setup"
+    if tag.kind == "init_module" and solver.empty_init(tag.init_call) is False:
+        return None
+    if event.kind == "materialize":
+        how = {"_materialize_meta_tensors": "materialize", "_materialize_distributed_module": "model_parallel"}.get(
+            event.data["how"], "fsdp")
+        return Materialization(how, event.node, event.path, f"`{text}(...)`", True)
+    fabric: FabricValue = event.data["fabric"]
+    strategy = solver.strategy(fabric)
+    if strategy.materializes is False:
+        return None
+    how = "model_parallel" if "model_parallel" in strategy.description.lower() or "ModelParallel" in strategy.description else (
+        "fsdp" if strategy.materializes else "setup")
+    return Materialization(how, event.node, event.path, f"`{text}(...)` under {strategy.description}", strategy.materializes is True)
+
+
+def _implied_by_init_module(facts: ProgramFacts, tag: MetaTag) -> Materialization | None:
+    solver = facts.solver
+    strategies = [solver.strategy(f) for f in sorted(tag.fabrics, key=sort_key) if isinstance(f, FabricValue)]
+    if not strategies or all(s.materializes is False for s in strategies):
+        return None
+    certain = all(s.materializes is True for s in strategies)
+    strategy = strategies[0]
+    how = "model_parallel" if "ModelParallel" in strategy.description or "model_parallel" in strategy.description else (
+        "fsdp" if certain else "setup")
+    return Materialization(how, None, None, f"Fabric's setup under {strategy.description or 'this strategy'}", certain)
+
+
+# -- what `wrapped.name` is --------------------------------------------------------------------------------------------
+def method_info(facts: ProgramFacts, cls: ClassRef, name: str) -> MethodInfo:
+    resolver, modules = facts.resolver, facts.modules
     if name in wrapper_attributes():
         return MethodInfo("wrapper", None, None, None)
-    cls = wrapped.model_class
     if cls is None:
-        return MethodInfo("unknown", None, None, RunsModule(True, "the wrapped model's class is not known", certain=False))
+        return MethodInfo("unknown", None, None, None)
     owner, definition = resolver.find_attribute(cls, name)
     class_name = cls.name
     if owner is None:
+        bound = _bound_method_attribute(facts, cls, name)
+        if bound is not None:
+            target_cls, target_name, span = bound
+            runs = modules.runs_module(target_cls, target_name)
+            return MethodInfo("method", class_name, span, runs)
         return MethodInfo("missing", class_name, None, None)
     if isinstance(owner, LibraryClass) or definition is None:
         return MethodInfo("wrapper", class_name, None, None)  # nn.Module API, found on the wrapper too
-    span = None
-    if isinstance(owner, ClassInfo):
-        span = owner.source.span_of_name_in(definition, name) if isinstance(
-            definition, (ast.FunctionDef, ast.AsyncFunctionDef)
-        ) else owner.source.span(definition)
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return MethodInfo("attribute", class_name, span, None)
+        alias = _method_alias(owner, definition)
+        if alias is not None:
+            span = owner.source.span_of_name_in(alias, alias.name)
+            kind = decorator_kind(alias)
+            runs = modules.runs_module(owner, alias.name) if kind in ("method", "classmethod") else None
+            return MethodInfo(kind, class_name, span, runs)
+        return MethodInfo("attribute", class_name, owner.source.span(definition), None)
+    span = owner.source.span_of_name_in(definition, name)
     kind = decorator_kind(definition)
+    if kind in ("method", "classmethod") and _is_generator(definition):
+        return MethodInfo("generator", class_name, span, None)
     runs = modules.runs_module(cls, name) if kind in ("method", "classmethod") else None
     return MethodInfo(kind, class_name, span, runs)
+
+
+def _method_alias(owner: ClassInfo, value: ast.AST):
+    """`decode = _greedy` in a class body: the aliased method (accessed, it is a bound method)."""
+    if isinstance(value, ast.Name):
+        target = owner.methods().get(value.id)
+        if target is not None:
+            return target
+    return None
+
+
+def _bound_method_attribute(facts: ProgramFacts, cls: ClassRef, name: str):
+    """`self.decode = self._greedy` in a method: instances hold a bound method under `decode`."""
+    if not isinstance(cls, ClassInfo) or cls.key is None:
+        return None
+    for value in sorted(facts.solver.peek(("field", cls.key, name)), key=sort_key):
+        if isinstance(value, Bound) and not value.function.external and isinstance(value.receiver, Instance):
+            scope = value.function.scope
+            owner_key = Class(scope.path, scope.class_scope.qualname, scope.class_scope.line) if scope.class_scope else None
+            owner = facts.resolver.class_info(owner_key) if owner_key is not None else None
+            if owner is not None and scope.method_kind in ("method", "classmethod"):
+                source = owner.source
+                return owner, scope.name, source.span_of_name_in(scope.node, scope.name)
+    return None
+
+
+def _is_generator(function: ast.AST) -> bool:
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+__all__ = [
+    "MethodInfo", "Origin", "WrappedPath", "MethodCallFact", "MarkFact", "Materialization", "MetaModelFact",
+    "ProgramFacts", "analyze", "wrapped_paths", "method_info", "Function", "Lib", "WrappedMethod",
+]

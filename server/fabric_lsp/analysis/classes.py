@@ -1,35 +1,24 @@
-"""Classes: where they are defined, their bases, methods, child modules and owned tensors.
+"""Classes: where they are defined, their bases, methods and class attributes.
 
-A class is either a `ClassInfo` (Python source we can read: the checked file, other project
-files, site-packages) or a `LibraryClass` (torch / lightning / torchmetrics, answered from the
-import statement and the generated torch tables, identically whether or not they are installed).
-`None` means unknown; callers decide what unknown means for their rule.
+A class is either a `ClassInfo` (Python source we can read: project files, libraries outside the
+project) or a `LibraryClass` (torch / lightning / torchmetrics, answered from the import statement
+and the generated torch tables, identically whether or not they are installed). `None` means
+unknown; callers decide what unknown means for their rule (never a finding at warning or above).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, ImportTable, normalize_torch_name
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import library_module_facts
-from fabric_lsp.analysis.workspace import Workspace
+from fabric_lsp.analysis.values import Class, Lib, Module
 
 MAX_DEPTH = 8
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-
-# Parts of a path that mark a library we answer for from tables instead of reading its source.
-_LIBRARY_PATH_PARTS = (
-    os.sep + "torch" + os.sep,
-    os.sep + "lightning" + os.sep,
-    os.sep + "lightning_fabric" + os.sep,
-    os.sep + "pytorch_lightning" + os.sep,
-    os.sep + "torchmetrics" + os.sep,
-)
-
 
 @dataclass(frozen=True)
 class LibraryClass:
@@ -57,6 +46,7 @@ class ClassInfo:
     source: SourceFile
     node: ast.ClassDef
     imports: ImportTable
+    key: object = None  # the flow analysis's Class value
     _bases: list | None = field(default=None, repr=False)
 
     @property
@@ -134,11 +124,16 @@ def module_level_function(source: SourceFile, name: str) -> FunctionNode | None:
 
 
 class ClassResolver:
-    """Resolves class expressions to classes, with caches per workspace."""
+    """Answers class questions about a solved program (analysis.program): which class an expression
+    names, the bases along a class's MRO, where an attribute is defined. Names are resolved the way
+    the module binds them: the flow analysis's module-level values for project files, the binding
+    statements for library files outside the program."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
+    def __init__(self, program) -> None:
+        self.program = program
+        self.solver = program.solver
         self._imports: dict[int, ImportTable] = {}
+        self._infos: dict = {}
 
     def imports_of(self, source: SourceFile) -> ImportTable:
         key = id(source)
@@ -147,91 +142,95 @@ class ClassResolver:
             table = self._imports[key] = ImportTable(source.tree)
         return table
 
+    # -- from flow values to classes ----------------------------------------------------------
+    def class_info(self, key: Class) -> ClassInfo | None:
+        if key in self._infos:
+            return self._infos[key]
+        info = None
+        if key.external:
+            node = self.program.external_class_node(key)
+            source = self.program.external_source(key.path)
+        else:
+            scope = self.solver.classes.get(key)
+            node = scope.node if scope is not None else None
+            source = self.program.sources.get(key.path)
+        if node is not None and source is not None:
+            info = ClassInfo(source, node, self.imports_of(source), key=key)
+        self._infos[key] = info
+        return info
+
+    def ref_of(self, value) -> ClassRef:
+        if isinstance(value, Class):
+            return self.class_info(value)
+        if isinstance(value, Lib):
+            return LibraryClass(normalize_torch_name(value.qualified))
+        return None
+
+    def values_of(self, source: SourceFile, expr: ast.AST) -> frozenset:
+        """Module-level meaning of a name or dotted name in `source` (no function locals)."""
+        if isinstance(expr, ast.Name):
+            path = source.path
+            if path in self.program.module_scopes:
+                found = self.solver.peek(("global", path, expr.id))
+                if found:
+                    return found
+                imports = self.imports_of(source)
+                qualified = imports.qualify(expr)
+                if qualified and imports.is_library(qualified):
+                    return frozenset({Lib(qualified)})
+                return frozenset()
+            return self.program.external_attribute(Module(path, True), expr.id)
+        if isinstance(expr, ast.Attribute):
+            found = set()
+            for value in self.values_of(source, expr.value):
+                if isinstance(value, Lib):
+                    found.add(Lib(value.qualified + "." + expr.attr))
+                elif isinstance(value, Module):
+                    if value.external:
+                        found.update(self.program.external_attribute(value, expr.attr))
+                    else:
+                        found.update(self.solver.peek(("global", value.path, expr.attr)))
+                        sub = self.program.submodule(value, expr.attr)
+                        if sub is not None:
+                            found.add(sub)
+                elif isinstance(value, Class):
+                    if value.external:
+                        found.update(self.program.external_attribute(value, expr.attr))
+                    else:
+                        found.update(self.solver.peek(("classattr", value, expr.attr)))
+            return frozenset(found)
+        return frozenset()
+
     def resolve(self, source: SourceFile, expr: ast.AST) -> ClassRef:
-        """The class an expression names (`Net`, `models.Net`, `nn.Linear`, `L.Fabric`)."""
+        """The class an expression names (`Net`, `models.Net`, `nn.Linear`, `L.Fabric`); None when it
+        names no class or one of several."""
         imports = self.imports_of(source)
         qualified = imports.qualify(expr)
         if imports.is_library(qualified):
             return LibraryClass(normalize_torch_name(qualified))
-        if isinstance(expr, ast.Name):
-            local = module_level_class(source, expr.id)
-            if local is not None:
-                return ClassInfo(source, local, imports)
-        if not isinstance(expr, (ast.Name, ast.Attribute)):
+        classes = [v for v in self.values_of(source, expr) if isinstance(v, (Class, Lib))]
+        if len(classes) != 1:
             return None
-        return self._class_from(self.workspace.goto(source, expr))
-
-    def resolve_instance(self, source: SourceFile, name: ast.Name) -> ClassRef:
-        """The class of the value a name holds, as jedi infers it (e.g. from a library factory)."""
-        return self._class_from(
-            d for d in self.workspace.infer(source, name) if d.kind in ("instance", "class")
-        )
-
-    def _class_from(self, definitions) -> ClassRef:
-        for definition in definitions:
-            if definition.kind not in ("class", "instance"):
-                continue
-            if any(part in definition.path for part in _LIBRARY_PATH_PARTS) and definition.full_name:
-                return LibraryClass(normalize_torch_name(definition.full_name))
-            target = self.workspace.source(definition.path)
-            if target is None or target.tree is None:
-                continue
-            # By name first: an unsaved editor buffer (overlay) may have moved it from jedi's line.
-            name = (definition.full_name or "").rsplit(".", 1)[-1]
-            node = module_level_class(target, name) if name else None
-            node = node or _class_at_line(target.tree, definition.line)
-            if node is not None:
-                return ClassInfo(target, node, self.imports_of(target))
-        return None
-
-    def resolve_function(self, source: SourceFile, expr: ast.AST) -> tuple[SourceFile, FunctionNode] | None:
-        """The definition of a function named by expr, in this file or (through jedi) another one."""
-        if isinstance(expr, ast.Name):
-            local = module_level_function(source, expr.id)
-            if local is not None:
-                return source, local
-        if not isinstance(expr, (ast.Name, ast.Attribute)) or self.imports_of(source).is_library(
-            self.imports_of(source).qualify(expr)
-        ):
-            return None
-        for definition in self.workspace.goto(source, expr):
-            if definition.kind != "function":
-                continue
-            target = self.workspace.source(definition.path)
-            if target is None or target.tree is None:
-                continue
-            name = (definition.full_name or "").rsplit(".", 1)[-1]
-            function = module_level_function(target, name) if name else None
-            if function is not None:
-                return target, function
-        return None
+        return self.ref_of(classes[0])
 
     def bases(self, cls: ClassInfo) -> list[ClassRef]:
         if cls._bases is None:
-            cls._bases = []  # cycle guard while resolving
-            cls._bases = [self.resolve(cls.source, base) for base in cls.node.bases]
+            direct = self.solver.direct_bases(cls.key)
+            cls._bases = [self.ref_of(value) for value in direct] if direct or not cls.node.bases else [None]
         return cls._bases
 
     def mro(self, cls: ClassRef) -> Iterator[ClassRef]:
-        """Depth-first over the class and its bases (good enough for single inheritance and mixins)."""
-        seen: set[int] = set()
-
-        def walk(ref: ClassRef, depth: int) -> Iterator[ClassRef]:
-            if depth > MAX_DEPTH:
+        """The class and its bases in method resolution order; None where a base is unknown."""
+        if not isinstance(cls, ClassInfo):
+            yield cls
+            return
+        for value in self.solver.mro(cls.key):
+            ref = self.ref_of(value)
+            yield ref
+            if isinstance(ref, ClassInfo) and ref.node.bases and not self.bases(ref):
                 yield None
-                return
-            if isinstance(ref, ClassInfo):
-                key = id(ref.node)
-                if key in seen:
-                    return
-                seen.add(key)
-                yield ref
-                for base in self.bases(ref):
-                    yield from walk(base, depth + 1)
-            else:
-                yield ref
-
-        yield from walk(cls, 0)
+        if not self.solver._mro_complete(cls.key):
+            yield None
 
     # -- kinds of class ------------------------------------------------------------------------
     def is_fabric(self, cls: ClassRef) -> bool:
@@ -252,8 +251,6 @@ class ClassResolver:
                     return True
                 if not ref.qualified.startswith(("torch.", "lightning", "pytorch_lightning", "torchmetrics")):
                     unknown = True
-            elif isinstance(ref, ClassInfo) and not ref.node.bases:
-                continue
         return None if unknown else False
 
     def find_attribute(self, cls: ClassRef, name: str) -> tuple[ClassRef, ast.AST | None]:
@@ -277,13 +274,16 @@ class ClassResolver:
         return None, None
 
     def has_reset_parameters(self, cls: ClassRef) -> bool | None:
-        """Is `reset_parameters` available on instances (own, inherited, or an alias)? None: unknown."""
+        """Is `reset_parameters` available on instances (own, inherited, an alias, or possibly through
+        a `__getattr__`)? None: unknown."""
         for ref in self.mro(cls):
             if ref is None:
                 return None
             if isinstance(ref, ClassInfo):
                 if ref.defines("reset_parameters"):
                     return True
+                if ref.defines("__getattr__"):
+                    return None  # hasattr may well succeed through it
             else:
                 facts = library_module_facts(ref.qualified)
                 if facts is not None:

@@ -42,6 +42,7 @@ class ChildModule:
     cls: ClassRef
     call: ast.Call  # the constructor call in the parent's source
     source: SourceFile
+    attribute: str = ""  # where the parent keeps it: "attn", "blocks[...]"
 
 
 @dataclass(frozen=True)
@@ -53,19 +54,32 @@ class OwnedTensor:
     init_calls: tuple[ast.Call, ...] = ()  # later `nn.init.xxx_(self.attr, ...)` calls in __init__
 
 
+@dataclass(frozen=True)
+class Parametrization:
+    """`weight_norm(...)`, `spectral_norm(...)`, `register_parametrization(...)` from
+    torch.nn.utils.parametrize(ations): the layer gets a ParametrizationList, which owns the original
+    tensors and has no reset_parameters."""
+
+    call: ast.Call
+    attribute: str
+
+
 @dataclass
 class ModuleFacts:
     """Everything FAB002 needs about one class."""
 
     owned: list[OwnedTensor] = field(default_factory=list)
     children: list[ChildModule] = field(default_factory=list)
+    parametrizations: list[Parametrization] = field(default_factory=list)
 
 
 class ModuleAnalyzer:
     def __init__(self, resolver: ClassResolver) -> None:
         self.resolver = resolver
+        self.flow = None  # the solved value flow (flow.Solver), for attributes set from arguments
         self._attribute_kinds: dict[int, dict[str, str]] = {}
         self._attribute_classes: dict[int, dict[str, ClassRef]] = {}
+        self._method_aliases: dict[int, dict[str, str]] = {}
         self._runs: dict[tuple[int, str], RunsModule] = {}
 
     # -- kinds of values -------------------------------------------------------------------------
@@ -140,6 +154,11 @@ class ModuleAnalyzer:
                         name = _self_attribute(target)
                         if name is None:
                             continue
+                        aliased = _self_attribute(value)
+                        if aliased is not None and aliased in ref.methods():
+                            # `self.decode = self._greedy`: instances hold a bound method.
+                            self._method_aliases.setdefault(key, {})[name] = aliased
+                            continue
                         kind, value_cls = self.value_kind(ref.source, value, method)
                         previous = kinds.get(name)
                         # One module assignment anywhere makes it a module; conflicting evidence -> unknown.
@@ -164,6 +183,8 @@ class ModuleAnalyzer:
             # torch.nn.Module's own methods never run a forward from outside (parameters(), to(), ...).
             return RunsModule(False, f"`{name}` is defined by {owner.name if owner else 'a library'}")
         if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(definition, ast.Name) and isinstance(owner, ClassInfo) and definition.id in owner.methods():
+                return self.runs_module(owner, definition.id, depth + 1)  # `decode = _greedy`
             return RunsModule(True, f"`{name}` is an alias whose body was not followed", certain=False)
         key = (id(definition), name)
         if key in self._runs:
@@ -191,10 +212,19 @@ class ModuleAnalyzer:
             # self.layers[0](...)
             if isinstance(func, ast.Subscript) and _self_attribute(func.value, self_name) is not None:
                 attribute = _self_attribute(func.value, self_name)
-                if kinds.get(attribute) in (MODULE, UNKNOWN):
+                kind = self._kind(cls, attribute, kinds)
+                if kind == MODULE:
                     return RunsModule(True, f"calls `{self_name}.{attribute}[...](...)`")
+                if kind == UNKNOWN:
+                    return RunsModule(True, f"calls `{self_name}.{attribute}[...](...)`, which may hold modules", certain=False)
             attribute = _self_attribute(func, self_name)
             if attribute is not None:
+                alias = self._method_aliases.get(id(cls.node), {}).get(attribute)
+                if alias is not None:
+                    inner = self.runs_module(cls, alias, depth + 1)
+                    if inner.runs:
+                        return RunsModule(True, f"calls `self.{attribute}(...)` (bound to `self.{alias}`), which {inner.reason}", inner.certain)
+                    continue
                 verdict = self._self_attribute_call(cls, attribute, kinds, depth)
                 if verdict is not None:
                     return verdict
@@ -202,10 +232,16 @@ class ModuleAnalyzer:
             # self.child.method(...)
             if isinstance(func, ast.Attribute):
                 child = _self_attribute(func.value, self_name)
-                if child is not None and kinds.get(child) == MODULE:
+                if child is not None and self._kind(cls, child, kinds) == MODULE:
+                    child_cls = classes.get(child) or self._field_class(cls, child)
+                    if func.attr == "forward":
+                        # No __call__, no hook on the child itself; its own children still run.
+                        verdict = self._forward_runs_children(child_cls, depth)
+                        if verdict is not None and verdict.runs:
+                            return RunsModule(True, f"calls `{self_name}.{child}.forward(...)`, which {verdict.reason}", verdict.certain)
+                        continue
                     if func.attr in nn_module_attributes():
                         continue
-                    child_cls = classes.get(child)
                     if isinstance(child_cls, ClassInfo):
                         inner = self.runs_module(child_cls, func.attr, depth + 1)
                         if inner.runs:
@@ -241,12 +277,74 @@ class ModuleAnalyzer:
             return None
         if isinstance(owner, LibraryClass):
             return None  # nn.Module API such as self.parameters()
-        kind = kinds.get(attribute)
+        if isinstance(definition, ast.Name) and isinstance(owner, ClassInfo) and definition.id in owner.methods():
+            inner = self.runs_module(owner, definition.id, depth + 1)  # `decode = _greedy` in the class body
+            if inner.runs:
+                return RunsModule(True, f"calls `self.{attribute}(...)`, which {inner.reason}", inner.certain)
+            return None
+        kind = self._kind(cls, attribute, kinds)
         if kind == MODULE:
             return RunsModule(True, f"calls `self.{attribute}(...)`, a child module")
         if kind == UNKNOWN:
             return RunsModule(True, f"calls `self.{attribute}(...)`, which may be a child module", certain=False)
         return None
+
+    def _forward_runs_children(self, child_cls: ClassRef, depth: int) -> RunsModule | None:
+        if isinstance(child_cls, ClassInfo):
+            return self.runs_module(child_cls, "forward", depth + 1)
+        if isinstance(child_cls, LibraryClass):
+            facts = library_module_facts(child_cls.qualified)
+            if facts is not None and facts.table is not None and facts.table.container:
+                return RunsModule(True, f"runs the children of the `{child_cls.name}`")
+            if facts is not None:
+                return RunsModule(False, f"`{child_cls.name}.forward` runs no submodule")
+        return None
+
+    def _kind(self, cls: ClassInfo, attribute: str, kinds: dict[str, str]) -> str | None:
+        """The attribute's kind from the class's own assignments; for one set from an argument
+        (`self.backbone = backbone`), from what the value flow says reaches it."""
+        kind = kinds.get(attribute)
+        if kind == UNKNOWN or (kind is None and self.flow is not None):
+            from_flow = self._field_kind(cls, attribute)
+            if from_flow is not None:
+                return from_flow
+        return kind
+
+    def _field_values(self, cls: ClassInfo, attribute: str) -> frozenset:
+        if self.flow is None or getattr(cls, "key", None) is None:
+            return frozenset()
+        found = set()
+        for sub in self.flow._subclasses(cls.key) if not cls.key.external else [cls.key]:
+            found.update(self.flow.peek(("field", sub, attribute)))
+        return frozenset(found)
+
+    def _field_kind(self, cls: ClassInfo, attribute: str) -> str | None:
+        from fabric_lsp.analysis.values import Const, Instance
+
+        values = self._field_values(cls, attribute)
+        if not values:
+            return None
+        kinds = set()
+        for value in values:
+            if isinstance(value, Instance):
+                is_module = self.resolver.is_module(self.resolver.ref_of(value.cls))
+                kinds.add(MODULE if is_module else NOT_MODULE if is_module is False else UNKNOWN)
+            elif isinstance(value, Const):
+                if value.value is not None:  # `self.head = None` first, a module later: still a module
+                    kinds.add(NOT_MODULE)
+            else:
+                kinds.add(UNKNOWN)
+        if kinds == {MODULE}:
+            return MODULE
+        if kinds == {NOT_MODULE}:
+            return NOT_MODULE
+        return UNKNOWN if kinds else None
+
+    def _field_class(self, cls: ClassInfo, attribute: str) -> ClassRef:
+        from fabric_lsp.analysis.values import Instance
+
+        classes = {v.cls for v in self._field_values(cls, attribute) if isinstance(v, Instance)}
+        return self.resolver.ref_of(next(iter(classes))) if len(classes) == 1 else None
 
     # -- FAB002: owned tensors and children -----------------------------------------------------------
     def module_facts(self, cls: ClassInfo) -> ModuleFacts:
@@ -281,7 +379,7 @@ class ModuleAnalyzer:
                     if tensor is not _NOT_A_PARAMETER:
                         facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement))
                     else:
-                        self._collect_children(cls, value, facts)
+                        self._collect_children(cls, value, facts, attribute)
             elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
                 call = statement.value
                 if _is_self_call(call, ("register_buffer",), self_name) and len(call.args) >= 2:
@@ -298,7 +396,9 @@ class ModuleAnalyzer:
                             OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement)
                         )
                 elif _is_self_call(call, ("add_module", "register_module"), self_name) and len(call.args) >= 2:
-                    self._collect_children(cls, call.args[1], facts)
+                    self._collect_children(cls, call.args[1], facts, _constant_str(call.args[0]) or "")
+                elif (imports.qualify(call.func) or "").startswith(_PARAMETRIZATIONS) and call.args:
+                    facts.parametrizations.append(Parametrization(call, _self_attribute(call.args[0], self_name) or ""))
         # nn.init.xxx_(self.attr, ...) after the assignment re-initialises the same tensor.
         owned_names = {tensor.attribute: index for index, tensor in enumerate(facts.owned)}
         for call in _calls_in_order(init):
@@ -312,16 +412,21 @@ class ModuleAnalyzer:
                         tensor.attribute, tensor.kind, tensor.value, tensor.statement, tensor.init_calls + (call,)
                     )
 
-    def _collect_children(self, cls: ClassInfo, value: ast.expr, facts: ModuleFacts) -> None:
+    def _collect_children(self, cls: ClassInfo, value: ast.expr, facts: ModuleFacts, attribute: str = "") -> None:
         """Module constructor calls in a value: direct, or inside ModuleList/Sequential/ModuleDict."""
-        for call in _constructor_calls(value):
+        imports = self.resolver.imports_of(cls.source)
+        for index, call in enumerate(_constructor_calls(value)):
+            qualified = imports.qualify(call.func) or ""
+            if qualified.startswith(_PARAMETRIZATIONS):
+                facts.parametrizations.append(Parametrization(call, attribute))
+                continue
             child = self.resolver.resolve(cls.source, call.func)
             if child is None:
                 continue
             if isinstance(child, LibraryClass) and child.qualified in _CONTAINERS:
                 continue  # its elements are separate calls, visited by _constructor_calls
             if self.resolver.is_module(child):
-                facts.children.append(ChildModule(child, call, cls.source))
+                facts.children.append(ChildModule(child, call, cls.source, attribute if index == 0 else f"{attribute}[...]"))
 
     def library_owns_tensors(self, cls: LibraryClass, call: ast.Call | None) -> bool:
         facts = library_module_facts(cls.qualified)
@@ -329,6 +434,11 @@ class ModuleAnalyzer:
 
 
 _NOT_A_PARAMETER = object()
+# New-style parametrizations (the old torch.nn.utils.weight_norm keeps plain parameters: fine).
+_PARAMETRIZATIONS = (
+    "torch.nn.utils.parametrizations.",
+    "torch.nn.utils.parametrize.register_parametrization",
+)
 
 
 def _parameter_value(imports, value: ast.expr):

@@ -6,6 +6,13 @@ known replaces the earlier one (noted in `RecordSet.notices`). A file that fails
 and reported in `RecordSet.problems` as "<file>: field '<name>': <what is wrong>"; it never keeps the
 other files from loading.
 
+`records/paths.json` adds, per record, the other runtime paths to the same root cause (torch FSDP's
+AttributeError and ModelParallel's warning for FAB002, the ValueError for `"forward"` for FAB004): each
+with the error it really produces, a pattern that recognises it, and the wording shown when a finding's
+context selects it (`RecordPath.applies`). A faulty entry is left out and reported in
+`RecordSet.problems` as "<file>: path '<record id>/<name>': field '<name>': <reason>"; the records and
+the other paths keep working.
+
 Matching is bounded in cost: at most MAX_MESSAGE_CHARS characters of the message are searched (its
 head and its tail when it is longer), and a messagePattern whose structure can backtrack
 exponentially is rejected at load time (see `pattern_risk`).
@@ -30,11 +37,12 @@ try:  # the stdlib's regex parser; it moved in 3.11 and the old name warns there
 except ImportError:  # Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
-from fabric_lsp.records.messages import context_from_groups, sample_message
+from fabric_lsp.records.messages import context_from_groups, placeholders, sample_message
 from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
 
 SCHEMA_VERSION = 2
 DATA_DIR = Path(__file__).resolve().parent / "data"
+PATHS_FILE = Path(__file__).resolve().parent / "paths.json"
 MAX_MESSAGE_CHARS = 4000
 MAX_FILE_BYTES = 1_000_000
 # Per pattern and message window. A structural check cannot see every polynomial backtracking case
@@ -83,18 +91,46 @@ FIELDS: dict[str, _Field] = {
 }
 _NON_EMPTY = ("id", "errorMessage", "messagePattern", "errorClass", "documentation")
 
-# More messages with the same root cause as a record, which its own messagePattern does not cover.
-# Each has the groups of the record's pattern, so names are recovered the same way.
-_EXTRA_PATTERNS: dict[str, tuple[str, ...]] = {
-    "ac5b68eddc82d846": (
-        # torch FSDP1 calls module.reset_parameters() unconditionally -> nn.Module.__getattr__ raises
-        r"'(\w{1,200})' object has no attribute 'reset_parameters'",
-        # Lightning's _materialize_distributed_module (ModelParallel) warns instead of raising
-        r"Parameter initialization incomplete\. The following modules have parameters or buffers with"
-        r" uninitialized memory because they don't define a `reset_parameters\(\)` method for"
-        r" re-initialization: ([\w, ]{1,2000})",
-    ),
+# The fields of one path in paths.json, all required.
+PATH_FIELDS: dict[str, type] = {
+    "label": str,  # "torch FSDP"
+    "when": dict,  # context keys and values that select it: {"path": "fsdp"}
+    "errorClass": str,  # what that path raises (or warns with)
+    "errorMessage": str,  # its message, an f-string template like the record's
+    "messagePattern": str,  # one group per placeholder of errorMessage, in order
+    "raises": bool,  # False: only a warning, the run goes on
+    "summary": str,  # one sentence; `{class}`-style names are filled from the occurrence
+    "documentation": str,
+    "filePath": str,  # where the runtime produces it
+    "lineNumber": int,
+    "version": str,  # "torch 2.13.0": what filePath/lineNumber refer to
 }
+_PATH_NON_EMPTY = ("label", "errorClass", "errorMessage", "messagePattern", "summary", "filePath", "version")
+_PATH_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+@dataclass(frozen=True, eq=False)
+class RecordPath:
+    """Another runtime path to a record's root cause, with the error that path really produces."""
+
+    record_id: str
+    name: str  # "fsdp"
+    record_label: str  # what the record's own message comes from: "Lightning's `_materialize_meta_tensors`"
+    label: str
+    when: Mapping[str, str]
+    error_class: str
+    error_message: str
+    pattern: re.Pattern[str]
+    raises: bool
+    summary: str
+    documentation: str
+    file_path: str
+    line_number: int
+    version: str
+
+    def applies(self, context: Mapping[str, str] | None) -> bool:
+        """Every key of `when` has its value in the occurrence's context."""
+        return bool(context) and all(context.get(key) == value for key, value in self.when.items())
 
 
 @dataclass(frozen=True, eq=False)  # identity equality: records are loaded once and shared
@@ -103,10 +139,15 @@ class Record:
     fields: Mapping[str, Any]  # the validated "record" object, read-only
     dataset_version: str
     source: str  # the file it was loaded from
-    patterns: tuple[re.Pattern[str], ...]  # messagePattern first, then any extra patterns
+    patterns: tuple[re.Pattern[str], ...]  # messagePattern first, then each path's pattern
+    paths: tuple[RecordPath, ...] = ()  # other runtime paths to the same root cause (paths.json)
 
     def __getitem__(self, name: str) -> Any:
         return self.fields[name]
+
+    def path_for(self, context: Mapping[str, str] | None) -> RecordPath | None:
+        """The path an occurrence's context selects, or None for the record's own error."""
+        return next((path for path in self.paths if path.applies(context)), None)
 
     @property
     def code(self) -> str | None:
@@ -130,11 +171,15 @@ class Record:
 class MessageMatch(NamedTuple):
     record: Record
     groups: tuple[str | None, ...]
+    path: RecordPath | None = None  # the path whose message matched; None: the record's own
 
     @property
     def context(self) -> dict[str, str]:
-        """Names recovered from the message, keyed like render's context ("class", "method", ...)."""
-        return context_from_groups(self.record.error_message, self.groups)
+        """Names recovered from the message, keyed like render's context ("class", "method", ...),
+        plus what selects the path that produces this message (so it renders with that path's wording)."""
+        if self.path is None:
+            return context_from_groups(self.record.error_message, self.groups)
+        return {**context_from_groups(self.path.error_message, self.groups), **self.path.when}
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,11 +205,12 @@ class RecordSet:
             half = MAX_MESSAGE_CHARS // 2
             windows = (message[:half], message[-half:])
         for record in self.records:
-            for pattern in record.patterns:
+            candidates = [(record.patterns[0], None), *((path.pattern, path) for path in record.paths)]
+            for pattern, path in candidates:
                 for window in windows:
                     found = _search_bounded(pattern, window)
                     if found:
-                        return MessageMatch(record, found.groups())
+                        return MessageMatch(record, found.groups(), path)
         return None
 
 
@@ -380,8 +426,8 @@ def validate(document: Any) -> tuple[dict[str, Any], str, re.Pattern[str]]:
     return record, document["datasetVersion"], pattern
 
 
-def load_file(path: Path) -> Record:
-    """One record file; RecordError (field None for file-level faults) when it is not a valid record."""
+def _read_json(path: Path) -> Any:
+    """The parsed JSON of a regular, UTF-8 file of at most MAX_FILE_BYTES; RecordError(None, ...) if not."""
     try:
         # O_NONBLOCK: a FIFO named *.json must not block the loader; only regular files are read.
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -407,9 +453,102 @@ def load_file(path: Path) -> Record:
         raise RecordError(None, "invalid JSON: nested too deeply") from None
     except ValueError as error:  # e.g. an integer of more than 4300 digits
         raise RecordError(None, f"invalid JSON: {error}") from None
+    return document
+
+
+def load_file(path: Path, paths: Mapping[str, tuple[RecordPath, ...]] | None = None) -> Record:
+    """One record file; RecordError (field None for file-level faults) when it is not a valid record.
+    `paths`: the other runtime paths by record id (see load_paths); this record gets its own."""
+    document = _read_json(path)
     record, dataset_version, pattern = validate(document)
-    extra = tuple(_compile("messagePattern", extra) for extra in _EXTRA_PATTERNS.get(record["id"], ()))
-    return Record(record["id"], MappingProxyType(dict(record)), dataset_version, str(path), (pattern, *extra))
+    own = tuple((paths or {}).get(record["id"], ()))
+    patterns = (pattern, *(extra.pattern for extra in own))
+    return Record(record["id"], MappingProxyType(dict(record)), dataset_version, str(path), patterns, own)
+
+
+def _validate_path(record_id: str, record_label: str, name: str, entry: Any) -> RecordPath:
+    if not _PATH_NAME.fullmatch(name):
+        raise RecordError(None, "the name must be lower case letters, digits and '_'")
+    if not isinstance(entry, dict):
+        raise RecordError(None, f"expected object, got {_type_name(entry)}")
+    for field_name, kind in PATH_FIELDS.items():
+        if field_name not in entry:
+            raise RecordError(field_name, "missing")
+        if type(entry[field_name]) is not kind:
+            raise RecordError(field_name, f"expected {_type_name(kind())}, got {_type_name(entry[field_name])}")
+    unknown = sorted(set(entry) - set(PATH_FIELDS))
+    if unknown:
+        raise RecordError(unknown[0], f"unknown field (known: {', '.join(PATH_FIELDS)})")
+    for field_name in _PATH_NON_EMPTY:
+        if not entry[field_name].strip():
+            raise RecordError(field_name, "must not be empty")
+    when = entry["when"]
+    if not when:
+        raise RecordError("when", "must name at least one context key (an empty one would select every occurrence)")
+    for key, value in when.items():
+        if type(value) is not str or not value:
+            raise RecordError(f"when.{key}", f"expected a non-empty string, got {_type_name(value)}")
+    if entry["lineNumber"] < 1:
+        raise RecordError("lineNumber", f"must be at least 1, got {entry['lineNumber']}")
+    pattern = _compile("messagePattern", entry["messagePattern"])
+    if not pattern.search(sample_message(entry["errorMessage"])):
+        raise RecordError("messagePattern", "does not match the path's own errorMessage")
+    holes = len(placeholders(entry["errorMessage"]))
+    if pattern.groups != holes:
+        raise RecordError(
+            "messagePattern", f"has {pattern.groups} groups, errorMessage has {holes} placeholders (one group each)"
+        )
+    return RecordPath(
+        record_id=record_id,
+        name=name,
+        record_label=record_label,
+        label=entry["label"],
+        when=MappingProxyType(dict(when)),
+        error_class=entry["errorClass"],
+        error_message=entry["errorMessage"],
+        pattern=pattern,
+        raises=entry["raises"],
+        summary=entry["summary"],
+        documentation=entry["documentation"],
+        file_path=entry["filePath"],
+        line_number=entry["lineNumber"],
+        version=entry["version"],
+    )
+
+
+def load_paths(path: Path) -> tuple[dict[str, tuple[RecordPath, ...]], list[str]]:
+    """The paths of paths.json by record id, and the problems of the entries left out.
+
+    A file-level fault leaves every path out (the records still load and match their own messages);
+    a faulty record entry leaves its paths out, a faulty path only itself.
+    """
+    problems: list[str] = []
+    try:
+        document = _read_json(path)
+        if not isinstance(document, dict):
+            raise RecordError(None, f"top level must be an object, got {_type_name(document)}")
+        if "records" not in document:
+            raise RecordError("records", "missing")
+        if type(document["records"]) is not dict:
+            raise RecordError("records", f"expected object, got {_type_name(document['records'])}")
+    except RecordError as error:
+        return {}, [_describe(path, error) + "; no other runtime paths are known"]
+    found: dict[str, tuple[RecordPath, ...]] = {}
+    for record_id, entry in document["records"].items():
+        where = f"{path}: record '{record_id}'"
+        if not isinstance(entry, dict) or type(entry.get("paths")) is not dict or type(entry.get("label")) is not str:
+            problems.append(f"{where}: expected an object with 'label' (string) and 'paths' (object); left out")
+            continue
+        valid = []
+        for name, raw in entry["paths"].items():
+            try:
+                valid.append(_validate_path(record_id, entry["label"], name, raw))
+            except RecordError as error:
+                field_part = f"field '{error.field_name}'" if error.field_name else "entry"
+                problems.append(f"{path}: path '{record_id}/{name}': {field_part}: {error.reason}; left out")
+        if valid:
+            found[record_id] = tuple(valid)
+    return found, problems
 
 
 def _describe(path: Path, error: RecordError) -> str:
@@ -417,7 +556,9 @@ def _describe(path: Path, error: RecordError) -> str:
     return f"{path}: {where}: {error.reason}"
 
 
-def _load_dirs(dirs: Sequence[Path], base: Mapping[str, Record]) -> tuple[dict[str, Record], list[str], list[str]]:
+def _load_dirs(
+    dirs: Sequence[Path], base: Mapping[str, Record], paths: Mapping[str, tuple[RecordPath, ...]] | None = None
+) -> tuple[dict[str, Record], list[str], list[str]]:
     by_id = dict(base)
     problems: list[str] = []
     notices: list[str] = []
@@ -428,7 +569,7 @@ def _load_dirs(dirs: Sequence[Path], base: Mapping[str, Record]) -> tuple[dict[s
         loaded_here: dict[str, Path] = {}
         for path in sorted(directory.glob("*.json")):
             try:
-                record = load_file(path)
+                record = load_file(path, paths)
             except RecordError as error:
                 problems.append(_describe(path, error))
                 continue
@@ -455,21 +596,34 @@ def _make_set(by_id: Mapping[str, Record], problems: Sequence[str], notices: Seq
 
 
 _default: RecordSet | None = None
+_default_paths: dict[str, tuple[RecordPath, ...]] = {}
+
+
+def load_shipped(
+    data_dir: Path = DATA_DIR, paths_file: Path = PATHS_FILE
+) -> tuple[RecordSet, dict[str, tuple[RecordPath, ...]]]:
+    """The records of `data_dir` with the paths of `paths_file` (default_records() caches the shipped ones)."""
+    paths, problems = load_paths(paths_file)
+    by_id, record_problems, notices = _load_dirs([data_dir], {}, paths)
+    for record_id in paths:
+        if record_id not in by_id:
+            problems.append(f"{paths_file}: record '{record_id}': no such record is loaded; its paths are unused")
+    return _make_set(by_id, [*record_problems, *problems], notices), paths
 
 
 def default_records() -> RecordSet:
     """The shipped records, loaded once per process."""
-    global _default
+    global _default, _default_paths
     if _default is None:
-        by_id, problems, notices = _load_dirs([DATA_DIR], {})
-        _default = _make_set(by_id, problems, notices)
+        _default, _default_paths = load_shipped()
     return _default
 
 
 def load_records(extra_dirs: Sequence[str] = ()) -> RecordSet:
-    """The shipped records plus those of `extra_dirs` (later directories win on equal ids)."""
+    """The shipped records plus those of `extra_dirs` (later directories win on equal ids; a record that
+    replaces a shipped one keeps the shipped runtime paths of its id)."""
     base = default_records()
     if not extra_dirs:
         return base
-    by_id, problems, notices = _load_dirs([Path(d).expanduser() for d in extra_dirs], base._by_id)
+    by_id, problems, notices = _load_dirs([Path(d).expanduser() for d in extra_dirs], base._by_id, _default_paths)
     return _make_set(by_id, [*base.problems, *problems], [*base.notices, *notices])

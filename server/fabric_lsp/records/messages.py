@@ -16,9 +16,11 @@ _PARTS = re.compile(r"(?P<expression>.+?)(?:!(?P<conversion>[rsa]))?(?::[^{}]*)?
 
 # Expression inside a placeholder -> the context key that names its value.
 PLACEHOLDER_KEYS: dict[str, str] = {
-    "type(self._original_module).__name__": "class",  # FAB001
-    "name": "method",  # FAB001
+    "type(self._original_module).__name__": "class",  # FAB001, FAB004
+    "name": "method",  # FAB001, FAB004
     "type(module).__name__": "class",  # FAB002
+    "type(self).__name__": "class",  # FAB002 under torch FSDP (nn.Module.__getattr__'s AttributeError)
+    "', '.join(uninitialized_modules)": "class",  # FAB002 under ModelParallel (the warning's module list)
     "type(method).__name__": "argument_type",  # FAB003
 }
 

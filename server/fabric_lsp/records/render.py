@@ -1,4 +1,9 @@
-"""A record rendered for one occurrence, as Markdown (hover, docs) and as plain text (CLI `explain`)."""
+"""A record rendered for one occurrence, as Markdown (hover, docs) and as plain text (CLI `explain`).
+
+When the occurrence's context selects one of the record's other runtime paths (records/paths.json, e.g.
+`{"path": "fsdp"}` for FAB002), the message shown is the one that path really produces, followed by
+what happens on that path; the record's own sections follow, and the remaining paths are listed.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import re
 import textwrap
 from collections.abc import Mapping
 
-from fabric_lsp.records.loader import Record
+from fabric_lsp.records.loader import Record, RecordPath
 from fabric_lsp.records.messages import fill_message
 from fabric_lsp.records.rules_table import rule_by_code, rule_for_record
 
@@ -23,9 +28,35 @@ def title(record: Record, code: str | None = None) -> str:
     return f"{record.error_class}: {record['slug']}"
 
 
+NO_EXCEPTION = "(a warning, not an exception: the run goes on)"
+
+
+def _path_line(path: RecordPath, context: Mapping[str, str] | None) -> str:
+    return f"{path.error_class}: {fill_message(path.error_message, context)}"
+
+
 def runtime_message(record: Record, context: Mapping[str, str] | None = None) -> str:
-    """The error line as Python would print it, names filled in from the occurrence."""
-    return f"{record.error_class}: {fill_message(record.error_message, context)}"
+    """The error line as Python would print it, names filled in from the occurrence: the record's own,
+    or that of the runtime path the context selects (with a note when that path only warns)."""
+    path = record.path_for(context)
+    if path is None:
+        return f"{record.error_class}: {fill_message(record.error_message, context)}"
+    return _path_line(path, context) + ("" if path.raises else "\n" + NO_EXCEPTION)
+
+
+def other_paths(record: Record, context: Mapping[str, str] | None = None) -> list[tuple[str, str, bool]]:
+    """(label, message line, raises) of the record's runtime paths other than the selected one."""
+    if not record.paths:
+        return []
+    selected = record.path_for(context)
+    rows = []
+    if selected is not None:
+        own = f"{record.error_class}: {fill_message(record.error_message, context)}"
+        rows.append((selected.record_label, own, True))
+    for path in record.paths:
+        if path is not selected:
+            rows.append((path.label, _path_line(path, context), path.raises))
+    return rows
 
 
 def example_fix(record: Record) -> str:
@@ -58,8 +89,26 @@ def _bullets(items: list[str]) -> str:
     return "\n".join("- " + item.replace("\n", "\n  ") for item in items)
 
 
+def _inline_code(content: str) -> str:
+    """Inline code that may itself contain backticks (CommonMark: a longer delimiter, padded)."""
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    if not longest:
+        return f"`{content}`"
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {content} {ticks}"
+
+
+def _path_source(path: RecordPath) -> str:
+    return f"{path.file_path} line {path.line_number} ({path.version})"
+
+
 def render_markdown(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
     parts = [f"### {title(record, code)}", _code_block(runtime_message(record, context), "text")]
+    path = record.path_for(context)
+    if path is not None:
+        parts.append(f"**{path.label}.** {fill_message(path.summary, context)}")
+        if path.documentation.strip():
+            parts.append(path.documentation.strip())
     if record["documentation"].strip():
         parts.append(record["documentation"].strip())
     if record["triggerScenarios"].strip():
@@ -72,6 +121,15 @@ def render_markdown(record: Record, context: Mapping[str, str] | None = None, co
         parts.append("**Example fix**\n\n" + _code_block(example_fix(record), "python"))
     if record["preventionTips"]:
         parts.append("**Prevention**\n\n" + _bullets(record["preventionTips"]))
+    others = other_paths(record, context)
+    if others:
+        parts.append(
+            "**The same root cause on other paths**\n\n"
+            + _bullets([f"{label}: {_inline_code(line)}" + ("" if raises else " (a warning only)")
+                        for label, line, raises in others])
+        )
+    if path is not None:
+        parts.append(f"This path: `{path.file_path}` line {path.line_number} ({path.version})")
     parts.append(f"Source: [{_source_label(record)}]({record.github_url}) · record `{record.id}`")
     return "\n\n".join(parts) + "\n"
 
@@ -95,6 +153,11 @@ def _text_bullets(items: list[str]) -> str:
 def render_text(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
     heading = title(record, code)
     parts = [f"{heading}\n{'=' * len(heading)}", runtime_message(record, context)]
+    path = record.path_for(context)
+    if path is not None:
+        parts.append(_paragraph(f"{path.label}: {fill_message(path.summary, context)}"))
+        if path.documentation.strip():
+            parts.append(_paragraph(path.documentation))
     if record["documentation"].strip():
         parts.append(_paragraph(record["documentation"]))
     if record["triggerScenarios"].strip():
@@ -107,5 +170,15 @@ def render_text(record: Record, context: Mapping[str, str] | None = None, code: 
         parts.append("Example fix:\n" + textwrap.indent(example_fix(record), "    "))
     if record["preventionTips"]:
         parts.append("Prevention:\n" + _text_bullets(record["preventionTips"]))
+    others = other_paths(record, context)
+    if others:
+        parts.append(
+            "The same root cause on other paths:\n"
+            + _text_bullets(
+                [f"{label}: {line}" + ("" if raises else " (a warning only)") for label, line, raises in others]
+            )
+        )
+    if path is not None:
+        parts.append(f"This path: {_path_source(path)}")
     parts.append(f"Source: {_source_label(record)}\n    {record.github_url}\nRecord: {record.id}")
     return "\n\n".join(parts) + "\n"

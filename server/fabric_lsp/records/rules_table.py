@@ -13,8 +13,10 @@ class Rule:
     summary: str  # one line, for `fabric-lsp rules` and rule docstrings
 
 
-# FAB003's record is the project's own (records/data/ce209f7f268e625f.json). Its id follows the seeds'
-# 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16] of that record's fields.
+# FAB003's and FAB004's records are the project's own (records/data/ce209f7f268e625f.json and
+# 5cc4a68dd37501f7.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
+# of that record's fields. Other runtime paths to a record's root cause (FAB002 under torch FSDP and
+# ModelParallel, FAB004's ValueError for "forward") are in records/paths.json.
 RULES: tuple[Rule, ...] = (
     Rule(
         "FAB001",
@@ -28,14 +30,21 @@ RULES: tuple[Rule, ...] = (
         "missing-reset-parameters",
         "ac5b68eddc82d846",
         "A module that owns parameters or buffers but has no reset_parameters cannot be materialized "
-        "from the meta device (TypeError).",
+        "from the meta device (TypeError; AttributeError under torch FSDP; garbage weights under ModelParallel).",
     ),
     Rule(
         "FAB003",
         "mark-forward-method-bound",
         "ce209f7f268e625f",
         "mark_forward_method(wrapped.m) passes the wrapper's plain function, which raises TypeError "
-        'under a wrapping strategy; pass the name "m".',
+        'under a wrapping strategy or after torch.compile (Cls.m: on every strategy); pass the name "m".',
+    ),
+    Rule(
+        "FAB004",
+        "mark-forward-method-invalid-name",
+        "5cc4a68dd37501f7",
+        'mark_forward_method("x") where x is not a method of the model\'s class (a typo, an attribute, a '
+        'property, a staticmethod) raises AttributeError on every strategy; "forward" raises ValueError.',
     ),
 )
 

@@ -6,6 +6,7 @@ from fabric_lsp.rules import (
     fab001_unmarked_forward_method,
     fab002_missing_reset_parameters,
     fab003_mark_forward_method_bound,
+    fab004_mark_forward_method_invalid_name,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -13,4 +14,5 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab001_unmarked_forward_method.RULE,
     fab002_missing_reset_parameters.RULE,
     fab003_mark_forward_method_bound.RULE,
+    fab004_mark_forward_method_invalid_name.RULE,
 )

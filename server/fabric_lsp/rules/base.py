@@ -1,4 +1,4 @@
-"""What every rule shares: severity from a strategy, the Finding constructor, the rule protocol.
+"""What every rule shares: severity over the paths that reach a line, the rule protocol.
 
 Rules turn analysis facts into findings. They hold no LSP types and never talk to jedi.
 """
@@ -6,22 +6,36 @@ Rules turn analysis facts into findings. They hold no LSP types and never talk t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
-from fabric_lsp.analysis import FileFacts
-from fabric_lsp.analysis.fabric import SINGLE, UNKNOWN, WRAPPING, Strategy
+from fabric_lsp.analysis import ProgramFacts, WrappedPath
+from fabric_lsp.analysis.values import SINGLE, UNKNOWN_STRATEGY, WRAPPING, Strategy
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.records.rules_table import rule_by_code
 
 
-def severity_for(strategy: Strategy, *, compiled: bool = False, certain: bool = True) -> Severity:
+def path_severity(strategy: Strategy, *, compiled: bool = False) -> Severity:
     """Error: certain for the stated strategy; Warning: depends on what the code does not show;
     Hint: the stated strategy cannot raise but the code is not portable."""
     if compiled or strategy.kind == WRAPPING:
-        return Severity.ERROR if certain else Severity.WARNING
-    if strategy.kind == UNKNOWN:
+        return Severity.ERROR
+    if strategy.kind == UNKNOWN_STRATEGY:
         return Severity.WARNING
     assert strategy.kind == SINGLE
+    return Severity.HINT
+
+
+def combined_severity(raising: Iterable[Severity], safe_paths: int) -> Severity | None:
+    """The severity that holds over every known path reaching a line: all of them raise for certain:
+    error; some raise (other classes of a registry, another caller's Fabric) or it depends: warning;
+    only single-device paths raise: hint. Paths whose class could not be seen are not counted."""
+    raising = list(raising)
+    if not raising:
+        return None
+    if safe_paths == 0 and all(s == Severity.ERROR for s in raising):
+        return Severity.ERROR
+    if any(s in (Severity.ERROR, Severity.WARNING) for s in raising):
+        return Severity.WARNING
     return Severity.HINT
 
 
@@ -30,12 +44,25 @@ def strategy_phrase(strategy: Strategy, compiled: bool = False) -> str:
         return "because the model was torch.compile'd before setup"
     if strategy.kind == WRAPPING:
         return f"under {strategy.description}"
-    if strategy.kind == UNKNOWN:
+    if strategy.kind == UNKNOWN_STRATEGY:
         return f"under a wrapping strategy (this depends on {strategy.description})"
     return (
         f"if the strategy becomes DDP/FSDP (`{strategy.description}` is single-device today, "
         "but `fabric run --strategy` or LT_STRATEGY can change it)"
     )
+
+
+def strongest_path(paths: list[WrappedPath]) -> WrappedPath:
+    """The path a message describes: the most certain one, then the first in the program."""
+    return min(paths, key=lambda p: -path_severity(p.strategy, compiled=p.compiled).rank)
+
+
+def where(facts: ProgramFacts, path: str, node) -> str:
+    """`train.py:41` for a message (relative to the program's root)."""
+    import os
+
+    relative = os.path.relpath(path, facts.program.root) if path.startswith(facts.program.root) else path
+    return f"{relative}:{getattr(node, 'lineno', 0)}"
 
 
 def record_id(code: str) -> str:
@@ -48,6 +75,6 @@ def record_id(code: str) -> str:
 class RuleModule:
     code: str
     name: str
-    check: Callable[[FileFacts], list[Finding]]
+    check: Callable[[ProgramFacts], list[Finding]]
     valid: tuple[str, ...]
     invalid: tuple[str, ...]

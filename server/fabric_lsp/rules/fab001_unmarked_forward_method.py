@@ -8,70 +8,142 @@ from __future__ import annotations
 
 import ast
 
-from fabric_lsp.analysis import FileFacts, MethodInfo
-from fabric_lsp.analysis.fabric import MethodCallFact, WrappedModel
-from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id, severity_for, strategy_phrase
+from fabric_lsp.analysis import MethodCallFact, MethodInfo, Origin, ProgramFacts, WrappedPath
+from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
+from fabric_lsp.rules.base import (
+    RuleModule,
+    combined_severity,
+    path_severity,
+    record_id,
+    strategy_phrase,
+    strongest_path,
+    where,
+)
 
 CODE = "FAB001"
 NAME = "unmarked-forward-method"
 
-# Methods that are not the user's own code: nothing to report.
-_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing")
+# What `wrapped.m` can be besides a method that runs modules: nothing this rule reports.
+_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", "generator")
 
 
-def check(facts: FileFacts) -> list[Finding]:
+def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
-    source = facts.source
-    for call, info in facts.method_calls:
-        if call.marked_before or info.kind in _NOT_REPORTED:
-            continue
-        runs = info.runs
-        if runs is None or not runs.runs:
-            continue
-        wrapped = call.wrapped
-        class_known = wrapped.model_class is not None
-        severity = severity_for(wrapped.fabric.strategy, compiled=wrapped.compiled, certain=runs.certain and class_known)
-        class_name = info.class_name or "the wrapped model"
-        qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
-        message = (
-            f"`{qualified_method}` runs the model's submodules ({runs.reason}) but is called on the "
-            f"Fabric-wrapped `{wrapped.target_text}` without "
-            f"`{wrapped.target_text}.mark_forward_method(\"{call.method}\")`: RuntimeError "
-            f"{strategy_phrase(wrapped.fabric.strategy, wrapped.compiled)}"
-        )
-        related = [Related(source.span(wrapped.setup_call), f"`{wrapped.target_text}` is wrapped by Fabric here")]
-        if info.definition is not None:
-            related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
-        findings.append(
-            Finding(
-                code=CODE,
-                severity=severity,
-                span=source.span_of_name_in(call.attribute, call.method),
-                message=message,
-                record_id=record_id(CODE),
-                related=tuple(related),
-                fix=_mark_fix(facts, wrapped, call.method),
-                context={"class": info.class_name or "Module", "method": call.method},
-            )
-        )
+    for call in facts.method_calls:
+        finding = _finding(facts, call)
+        if finding is not None:
+            findings.append(finding)
     return findings
 
 
-def _mark_fix(facts: FileFacts, wrapped: WrappedModel, method: str) -> Fix | None:
-    """Insert `<target>.mark_forward_method("<method>")` on the line after the setup statement."""
-    source = wrapped.source
-    statement = wrapped.setup_statement
-    indentation = source.indentation(statement.lineno)
-    if len(indentation) != statement.col_offset:
-        return None  # e.g. `if ok: model = fabric.setup(model)`: no line of its own to follow
-    end_line = statement.end_lineno or statement.lineno
-    end_of_line = Position(end_line - 1, len(source.line(end_line)))
-    text = f"\n{indentation}{wrapped.target_text}.mark_forward_method(\"{method}\")"
+def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
+    raising: list[tuple[WrappedPath, MethodInfo]] = []
+    safe = 0
+    for path in call.paths:
+        if path.cls is None:
+            continue  # the class could not be seen: this path says nothing
+        info = facts.method_info(path.cls, call.method)
+        if info.kind in _NOT_REPORTED or info.runs is None:
+            safe += 1
+        elif not info.runs.certain:
+            continue  # a body that could not be read: unknown, not a finding
+        elif info.runs.runs:
+            raising.append((path, info))
+        else:
+            safe += 1
+    severity = combined_severity((path_severity(p.strategy, compiled=p.compiled) for p, _ in raising), safe)
+    if severity is None:
+        return None
+    source = facts.source(call.path)
+    strongest = strongest_path([p for p, _ in raising])
+    info = next(i for p, i in raising if p is strongest)
+    origin = strongest.origin
+    origin_source = facts.source(origin.path)
+    target = origin.target_text(origin_source)
+    receiver = _receiver_text(source, call)
+    class_names = sorted({i.class_name for _, i in raising if i.class_name})
+    class_name = info.class_name or "the wrapped model"
+    qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
+    phrase = strategy_phrase(strongest.strategy, strongest.compiled)
+    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR:
+        phrase += _why_not_certain(facts, call, raising, safe)
+    wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \
+        else f" (wrapped at {where(facts, origin.path, origin.site)})"
+    message = (
+        f"`{qualified_method}` runs the model's submodules ({info.runs.reason}) but is called on the "
+        f"Fabric-wrapped `{receiver}`{wrapped_where} without "
+        f"`{target}.mark_forward_method(\"{call.method}\")`: RuntimeError {phrase}"
+    )
+    related = []
+    origins: list[Origin] = []
+    for path, _ in raising:
+        if path.origin not in origins:
+            origins.append(path.origin)
+    for each in origins[:3]:
+        each_source = facts.source(each.path)
+        related.append(Related(each_source.span(each.site), f"`{each.target_text(each_source)}` is wrapped by Fabric here"))
+    for hop_path, hop_node, text in facts.chain(call, origin)[:4]:
+        hop_source = facts.source(hop_path)
+        if hop_source is not None:
+            related.append(Related(hop_source.span(hop_node), text))
+    if info.definition is not None:
+        related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
+    if len(class_names) > 1:
+        class_name = " / ".join(class_names)
+    return Finding(
+        code=CODE,
+        severity=severity,
+        span=source.span_of_name_in(call.span_node, call.method) if isinstance(call.span_node, ast.Attribute)
+        else source.span(call.span_node),
+        message=message,
+        record_id=record_id(CODE),
+        related=tuple(related),
+        fix=_mark_fix(facts, origins, call.method),
+        context={"class": info.class_name or "Module", "method": call.method},
+    )
+
+
+def _same_scope(origin: Origin, call: MethodCallFact) -> bool:
+    scope_node = call.scope.node
+    return getattr(scope_node, "lineno", 0) <= origin.site.lineno <= getattr(scope_node, "end_lineno", 1 << 30) or \
+        call.scope.kind == "module"
+
+
+def _receiver_text(source, call: MethodCallFact) -> str:
+    node = call.span_node
+    if isinstance(node, ast.Attribute):
+        return source.segment(node.value)
+    return source.segment(node)
+
+
+def _why_not_certain(facts: ProgramFacts, call: MethodCallFact, raising, safe: int) -> str:
+    if safe:
+        return " on some of the paths that reach this call (others do not raise)"
+    return " on one of the paths that reach this call"
+
+
+def _mark_fix(facts: ProgramFacts, origins: list[Origin], method: str) -> Fix | None:
+    """Insert `<target>.mark_forward_method("<method>")` on the line after each setup statement
+    that wraps a model reaching the call."""
+    edits = []
+    for origin in origins:
+        source = facts.source(origin.path)
+        statement = origin.statement
+        if source is None or origin.target is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            return None  # e.g. `return fabric.setup(model)`: no line of its own to follow
+        indentation = source.indentation(statement.lineno)
+        if len(indentation) != statement.col_offset:
+            return None  # e.g. `if ok: model = fabric.setup(model)`
+        end_line = statement.end_lineno or statement.lineno
+        end_of_line = Position(end_line - 1, len(source.line(end_line)))
+        text = f"\n{indentation}{origin.target_text(source)}.mark_forward_method(\"{method}\")"
+        edits.append(TextEdit(source.path, end_of_line, end_of_line, text))
+    if not edits:
+        return None
     return Fix(
         title=f"Mark `{method}` as a forward method after `fabric.setup`",
         applicability=Applicability.SAFE,
-        edits=(TextEdit(source.path, end_of_line, end_of_line, text),),
+        edits=tuple(edits),
     )
 
 

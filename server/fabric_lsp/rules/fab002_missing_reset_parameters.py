@@ -1,17 +1,18 @@
 """FAB002 missing-reset-parameters: a module owning tensors, without `reset_parameters()`, is created
 on the meta device and then materialized.
 
-Lightning's `_materialize` calls `to_empty` and then `reset_parameters()` on every module that
-directly owns a meta tensor; without the method it raises TypeError.
+Every materialization path calls `reset_parameters()` on each module that directly owns a meta
+tensor: Lightning's `_materialize_meta_tensors` raises TypeError without it, torch FSDP raises
+AttributeError, and ModelParallel warns and leaves the tensors as uninitialised memory.
 """
 
 from __future__ import annotations
 
 import ast
 
-from fabric_lsp.analysis import FileFacts
+from fabric_lsp.analysis import Materialization, MetaModelFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
-from fabric_lsp.analysis.meta import INIT_MODULE, META_DEVICE, MetaModelFact, Offender
+from fabric_lsp.analysis.meta import MetaAnalyzer, Offender, patched_classes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id
 from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_reset_parameters
@@ -19,67 +20,135 @@ from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_re
 CODE = "FAB002"
 NAME = "missing-reset-parameters"
 
+# What each materialization path does to a module without reset_parameters (DESIGN.md, FAB002).
+_ERRORS = {
+    "materialize": 'TypeError "Materialization requires that the `{name}.reset_parameters` method is implemented"',
+    "fsdp": "torch FSDP's AttributeError \"'{name}' object has no attribute 'reset_parameters'\"",
+    "model_parallel": (
+        "no exception: Lightning warns \"Parameter initialization incomplete\" and `{name}`'s tensors stay "
+        "uninitialised memory (garbage weights)"
+    ),
+}
 
-def check(facts: FileFacts) -> list[Finding]:
+
+def check(facts: ProgramFacts) -> list[Finding]:
     findings: dict[tuple, Finding] = {}
-    source = facts.source
+    if not facts.meta_models:
+        return []
+    analyzer = MetaAnalyzer(facts.resolver, facts.modules)
+    patched = patched_classes(facts.program.sources.values())
     for model in facts.meta_models:
-        creation_span = source.span(model.creation)
-        for offender in model.offenders:
-            in_this_file = isinstance(offender.cls, ClassInfo) and offender.cls.path == source.path
-            if in_this_file:
-                span = offender.cls.source.span_of_name_in(offender.cls.node, offender.name)
-                related = [Related(creation_span, "created on the meta device here")]
-            else:
-                span = creation_span
-                related = []
-                if isinstance(offender.cls, ClassInfo):
-                    related.append(
-                        Related(offender.cls.source.span_of_name_in(offender.cls.node, offender.name), f"`{offender.name}` is defined here")
-                    )
-            if model.materialization.call is not None:
-                related.append(Related(source.span(model.materialization.call), "materialized here"))
-            severity = Severity.ERROR if model.materialization.certain else Severity.WARNING
-            key = (span.start, offender.name)
+        tag = model.tag
+        source = facts.source(tag.path)
+        if source is None or model.cls is None:
+            continue
+        creation_span = source.span(tag.creation)
+        for offender in analyzer.offenders(model.cls, tag.creation, source):
+            if getattr(offender.cls, "qualified", offender.name) in patched or offender.name in patched:
+                continue
+            span, related = _location(facts, model, offender, creation_span)
+            for materialization in model.materializations:
+                if materialization.call is not None:
+                    related.append(Related(facts.source(materialization.path).span(materialization.call), "materialized here"))
+            if offender.path:
+                root = model.cls.name
+                related.append(Related(offender.source.span(offender.call),
+                                       f"`{root}.{'.'.join(offender.path).replace('.[', '[')}: {_display(offender)}` is built here"))
+            certain = model.meta_certain and any(m.certain for m in model.materializations) and model.classes_at_materialization == 1
+            severity = Severity.ERROR if certain else Severity.WARNING
+            key = (span.path, span.start, offender.name)
             if key in findings:
                 continue
+            how = _how(model)
             findings[key] = Finding(
                 code=CODE,
                 severity=severity,
                 span=span,
-                message=_message(facts, model, offender),
+                message=_message(facts, model, offender, how),
                 record_id=record_id(CODE),
                 related=tuple(related),
                 fix=_fix(facts, model, offender),
-                context={"class": offender.name},
+                context={"class": offender.name, "path": how},
             )
     return list(findings.values())
 
 
-def _message(facts: FileFacts, model: MetaModelFact, offender: Offender) -> str:
+def _how(model: MetaModelFact) -> str:
+    kinds = [m.how for m in model.materializations]
+    for how in ("materialize", "fsdp", "model_parallel"):
+        if how in kinds:
+            return how
+    return "fsdp"  # a strategy chosen at run time: FSDP is where it raises
+
+
+def _display(offender: Offender) -> str:
+    if isinstance(offender.cls, LibraryClass):
+        return offender.cls.qualified.replace("torch.nn.", "nn.", 1)
+    return offender.name
+
+
+def _location(facts: ProgramFacts, model: MetaModelFact, offender: Offender, creation_span: Span) -> tuple[Span, list]:
+    """The line to change (DESIGN.md "Where findings point")."""
+    path = model.tag.path
+    related: list[Related] = []
+    if isinstance(offender.cls, ClassInfo) and offender.cls.path == path:
+        span = offender.cls.source.span_of_name_in(offender.cls.node, offender.name)
+        related.append(Related(creation_span, "created on the meta device here"))
+        return span, related
+    if isinstance(offender.cls, LibraryClass) and offender.source.path == path and offender.call is not model.tag.creation:
+        span = offender.source.span(offender.call)
+        related.append(Related(creation_span, "created on the meta device here"))
+        return span, related
+    if isinstance(offender.cls, ClassInfo):
+        related.append(Related(offender.cls.source.span_of_name_in(offender.cls.node, offender.name),
+                               f"`{offender.name}` is defined here"))
+    return creation_span, related
+
+
+def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how: str) -> str:
     owned = ", ".join(f"`self.{tensor.attribute}`" for tensor in offender.owned[:3])
     what = f"owns {owned}" if owned else "owns parameters or buffers directly"
-    context = facts.source.segment(model.context.item)
-    built = facts.source.segment(model.creation.func)
-    where = f"`{built}(...)` is built under `{context}`" if offender.call is not model.creation else f"it is built under `{context}`"
-    certainty = "" if model.materialization.certain else " if the strategy chosen at run time is FSDP/ModelParallel"
+    source = facts.source(model.tag.path)
+    context = _context_text(source, model)
+    built = source.segment(model.tag.creation.func) if isinstance(model.tag.creation, ast.Call) else model.cls.name
+    where = f"`{built}(...)` is built under `{context}`" if offender.call is not model.tag.creation else f"it is built under `{context}`"
+    description = " and ".join(dict.fromkeys(m.description for m in model.materializations))
+    conditions = []
+    if not model.meta_certain:
+        conditions.append("if `empty_init` is True at run time")
+    if not any(m.certain for m in model.materializations):
+        conditions.append("if the strategy chosen at run time is FSDP/ModelParallel")
+    if model.classes_at_materialization > 1:
+        conditions.append(f"when the model built is a `{model.cls.name}`")
+    certainty = f" ({'; '.join(conditions)})" if conditions else ""
     return (
         f"`{offender.name}` {what} but has no `reset_parameters()`; {where} and materialized by "
-        f"{model.materialization.description}: TypeError \"Materialization requires that the "
-        f"`{offender.name}.reset_parameters` method is implemented\"{certainty}"
+        f"{description}: {_ERRORS[how].format(name=offender.name)}{certainty}"
     )
 
 
-def _fix(facts: FileFacts, model: MetaModelFact, offender: Offender) -> Fix | None:
+def _context_text(source, model: MetaModelFact) -> str:
+    tag = model.tag
+    node = tag.context
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            text = source.segment(item.context_expr)
+            if "meta" in text or "init_module" in text or tag.kind != "init_module":
+                return text
+        return source.segment(node.items[0].context_expr)
+    return source.segment(node)
+
+
+def _fix(facts: ProgramFacts, model: MetaModelFact, offender: Offender) -> Fix | None:
     cls = offender.cls
-    if isinstance(cls, ClassInfo) and "site-packages" not in cls.path and cls.node.body:
+    if isinstance(cls, ClassInfo) and not getattr(cls.key, "external", True) and cls.node.body:
         return _add_method_fix(facts, cls, offender)
     if isinstance(cls, LibraryClass) and cls.name == "MultiheadAttention":
         return _multihead_attention_fix(facts, model)
     return _leave_meta_fix(facts, model)
 
 
-def _add_method_fix(facts: FileFacts, cls: ClassInfo, offender: Offender) -> Fix:
+def _add_method_fix(facts: ProgramFacts, cls: ClassInfo, offender: Offender) -> Fix:
     torch_name = cls.imports.alias_for("torch")  # the class's own file decides how torch is named
     edits: list[TextEdit] = []
     if torch_name is None:
@@ -116,11 +185,15 @@ def _import_torch_edit(cls: ClassInfo) -> TextEdit:
     return TextEdit(cls.path, at, at, "import torch\n")
 
 
-def _multihead_attention_fix(facts: FileFacts, model: MetaModelFact) -> Fix:
+def _multihead_attention_fix(facts: ProgramFacts, model: MetaModelFact) -> Fix | None:
     """Lightning's transformer demo gives MultiheadAttention the `reset_parameters` it lacks."""
-    statement = model.context.statement
-    indentation = facts.source.indentation(statement.lineno)
-    torch_name = facts.imports.alias_for("torch") or "torch"
+    source = facts.source(model.tag.path)
+    statement = _statement_of(source, model.tag.context)
+    if statement is None:
+        return None
+    imports = facts.resolver.imports_of(source)
+    indentation = source.indentation(statement.lineno)
+    torch_name = imports.alias_for("torch") or "torch"
     mha = f"{torch_name}.nn.MultiheadAttention"
     text = (
         f"{indentation}if not hasattr({mha}, \"reset_parameters\"):\n"
@@ -128,9 +201,9 @@ def _multihead_attention_fix(facts: FileFacts, model: MetaModelFact) -> Fix:
         f"{indentation}    {mha}.reset_parameters = {mha}._reset_parameters\n"
     )
     at = Position(statement.lineno - 1, 0)
-    edits = [TextEdit(facts.source.path, at, at, text)]
-    if facts.imports.alias_for("torch") is None:
-        edits.insert(0, TextEdit(facts.source.path, Position(0, 0), Position(0, 0), "import torch\n"))
+    edits = [TextEdit(source.path, at, at, text)]
+    if imports.alias_for("torch") is None:
+        edits.insert(0, TextEdit(source.path, Position(0, 0), Position(0, 0), "import torch\n"))
     return Fix(
         "Give nn.MultiheadAttention a reset_parameters (as Lightning's transformer demo does)",
         Applicability.UNSAFE,
@@ -138,26 +211,49 @@ def _multihead_attention_fix(facts: FileFacts, model: MetaModelFact) -> Fix:
     )
 
 
-def _leave_meta_fix(facts: FileFacts, model: MetaModelFact) -> Fix | None:
+def _statement_of(source, node: ast.AST) -> ast.stmt | None:
+    """The statement that holds `node` (a `with` is one; a call is found among the statements)."""
+    if isinstance(node, ast.stmt):
+        return node
+    for statement in ast.walk(source.tree):
+        if isinstance(statement, ast.stmt) and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            if any(inner is node for inner in ast.walk(statement)) and statement.lineno == getattr(node, "lineno", -1):
+                return statement
+    return None
+
+
+def _leave_meta_fix(facts: ProgramFacts, model: MetaModelFact) -> Fix | None:
     """For torch built-ins that cannot get the method: build the model for real instead of on meta."""
-    item = model.context.item
-    if model.context.kind == META_DEVICE:
-        argument = item.args[0] if item.args else next((k.value for k in item.keywords if k.arg == "type"), None)
-        if argument is None:
-            return None
-        span = facts.source.span(argument)
-        replacement = '"cpu"'
-        title = "Build the model on the CPU instead of the meta device (uses host memory for the full model)"
-    elif model.context.kind == INIT_MODULE:
-        keyword = next((k for k in item.keywords if k.arg == "empty_init"), None)
-        if keyword is None:
-            return None
-        span = facts.source.span(keyword.value)
-        replacement = "False"
-        title = "Initialise the model for real (`empty_init=False`) instead of on the meta device"
-    else:
+    tag = model.tag
+    source = facts.source(tag.path)
+    if tag.kind in ("meta_device", "default_device"):
+        calls = [tag.context] if isinstance(tag.context, ast.Call) else [
+            item.context_expr for item in getattr(tag.context, "items", []) if isinstance(item.context_expr, ast.Call)]
+        for call in calls:
+            argument = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("type", "device")), None)
+            if isinstance(argument, ast.Constant) and argument.value == "meta":
+                span = source.span(argument)
+                return Fix("Build the model on the CPU instead of the meta device (uses host memory for the full model)",
+                           Applicability.UNSAFE, (TextEdit(span.path, span.start, span.end, '"cpu"'),))
         return None
-    return Fix(title, Applicability.UNSAFE, (TextEdit(span.path, span.start, span.end, replacement),))
+    init_call = tag.init_call
+    keyword = next((k for k in getattr(init_call, "keywords", []) if k.arg == "empty_init"), None)
+    if keyword is None or facts.source(tag.path) is None:
+        return None
+    init_source = _source_holding(facts, init_call) or source
+    span = init_source.span(keyword.value)
+    return Fix("Initialise the model for real (`empty_init=False`) instead of on the meta device",
+               Applicability.UNSAFE, (TextEdit(span.path, span.start, span.end, "False"),))
+
+
+def _source_holding(facts: ProgramFacts, node: ast.AST):
+    for source in facts.program.sources.values():
+        if source.tree is not None and getattr(node, "lineno", 0) <= len(source.lines):
+            for statement in source.tree.body:
+                if statement.lineno <= node.lineno <= (statement.end_lineno or statement.lineno):
+                    if any(inner is node for inner in ast.walk(statement)):
+                        return source
+    return None
 
 
 VALID = (

@@ -1,51 +1,92 @@
 """FAB003 mark-forward-method-bound: `wrapped.mark_forward_method(wrapped.m)` instead of `("m")`.
 
-Under a wrapping strategy `wrapped.m` is the call-tracking function Lightning builds around the
-method, not a bound method, so `mark_forward_method` raises TypeError.
+`mark_forward_method` takes a string or a bound method. Under a wrapping strategy (or after
+torch.compile before setup) `wrapped.m` is the call-tracking function Lightning builds around the
+method; `Model.m` taken from the class is a plain function on every strategy: both raise TypeError.
 """
 
 from __future__ import annotations
 
-from fabric_lsp.analysis import FileFacts
-from fabric_lsp.findings import Applicability, Finding, Fix, Related, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id, severity_for, strategy_phrase
+import ast
+
+from fabric_lsp.analysis import MarkFact, ProgramFacts, wrapped_paths
+from fabric_lsp.analysis.values import Function, WrappedMethod
+from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
+from fabric_lsp.rules.base import RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path
 
 CODE = "FAB003"
 NAME = "mark-forward-method-bound"
 
 
-def check(facts: FileFacts) -> list[Finding]:
+def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
-    source = facts.source
-    for mark, info in facts.bound_marks:
-        if info.kind not in ("method", "classmethod", "unknown"):
-            continue  # forward, properties, static methods fail differently: not this error
-        wrapped = mark.wrapped
-        severity = severity_for(
-            wrapped.fabric.strategy, compiled=wrapped.compiled, certain=wrapped.model_class is not None
-        )
-        span = source.span(mark.argument)
-        findings.append(
-            Finding(
-                code=CODE,
-                severity=severity,
-                span=span,
-                message=(
-                    f"`mark_forward_method({source.segment(mark.argument)})` passes the wrapper's function, "
-                    f"not a method: TypeError {strategy_phrase(wrapped.fabric.strategy, wrapped.compiled)}; "
-                    f"pass the name \"{mark.method}\""
-                ),
-                record_id=record_id(CODE),
-                related=(Related(source.span(wrapped.setup_call), f"`{wrapped.target_text}` is wrapped by Fabric here"),),
-                fix=Fix(
-                    title=f'Pass the method name "{mark.method}"',
-                    applicability=Applicability.SAFE,
-                    edits=(TextEdit(source.path, span.start, span.end, f'"{mark.method}"'),),
-                ),
-                context={"class": info.class_name or "Module", "method": mark.method, "type": "function"},
-            )
-        )
+    for mark in facts.marks:
+        finding = _finding(facts, mark)
+        if finding is not None:
+            findings.append(finding)
     return findings
+
+
+def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
+    argument = mark.argument
+    if argument is None:
+        return None
+    source = facts.source(mark.path)
+    functions = [v for v in mark.values if isinstance(v, Function) and not v.external]
+    wrapped_methods = [v for v in mark.values if isinstance(v, WrappedMethod)]
+    method = None
+    if functions:
+        # `mark_forward_method(Model.generate)`: a plain function on every strategy.
+        severity = Severity.ERROR
+        method = functions[0].scope.name
+        why = "on every strategy (a function taken from the class is not a bound method)"
+        class_name = functions[0].scope.class_scope.name if functions[0].scope.class_scope else "Module"
+    elif wrapped_methods:
+        method = wrapped_methods[0].name
+        raising, safe = [], 0
+        for value in wrapped_methods:
+            origin = facts.origins.get(id(value.wrapped.site))
+            if origin is None:
+                continue
+            for path in wrapped_paths(facts, origin):
+                if path.cls is None:
+                    continue
+                info = facts.method_info(path.cls, value.name)
+                if info.kind in ("method", "classmethod", "generator"):
+                    raising.append(path)
+                else:
+                    safe += 1  # forward, properties, static methods fail differently: not this error
+        severity = combined_severity((path_severity(p.strategy, compiled=p.compiled) for p in raising), safe)
+        if severity is None:
+            return None
+        strongest = strongest_path(raising)
+        why = strategy_phrase(strongest.strategy, strongest.compiled)
+        class_name = strongest.cls.name if strongest.cls is not None else "Module"
+    else:
+        return None
+    span = source.span(argument)
+    related = []
+    for path in mark.paths[:1]:
+        origin_source = facts.source(path.origin.path)
+        related.append(Related(origin_source.span(path.origin.site),
+                               f"`{path.origin.target_text(origin_source)}` is wrapped by Fabric here"))
+    return Finding(
+        code=CODE,
+        severity=severity,
+        span=span,
+        message=(
+            f"`mark_forward_method({source.segment(argument)})` passes a function, not a method: TypeError "
+            f"\"Expected a method or a string, but got: function\" {why}; pass the name \"{method}\""
+        ),
+        record_id=record_id(CODE),
+        related=tuple(related),
+        fix=Fix(
+            title=f'Pass the method name "{method}"',
+            applicability=Applicability.SAFE,
+            edits=(TextEdit(source.path, span.start, span.end, f'"{method}"'),),
+        ),
+        context={"class": class_name, "method": method, "type": "function"},
+    )
 
 
 VALID = (

@@ -1,0 +1,1786 @@
+"""Whole-program value flow: where wrapped models, Fabric objects, model classes and meta-device
+models go, across functions, classes and modules.
+
+The program's scopes (`ir.Scope`: module bodies, class bodies, functions, methods, lambdas) are
+interpreted over abstract values (`values.py`). Inside a scope the interpretation follows the
+statements in order (so a call before `mark_forward_method` is told from one after it, and
+`model = model.module` ends the wrapping); across scopes values meet in tables, each entry a set
+that only grows:
+
+    ("param", scope, name)       what callers pass (positional, keyword, defaults, *args/**kwargs)
+    ("return", scope)            what a function returns
+    ("global", path, name)       a module's names as its body leaves them (and `global` writes)
+    ("closure", scope, name)     every value a local of `scope` takes, for the functions nested in it
+    ("field", class, name)       `obj.name = v` on instances of `class` (`self.x` in any method)
+    ("classattr", class, name)   names bound in a class body (methods, aliases, constants)
+    ("bases", class)             a class statement's bases
+    ("element", site, key)       items of a list/dict display by literal key; ("elements", site): all
+    ("setup_module", site)       what `fabric.setup(...)` at `site` was given; ("setup_fabric", site): by which Fabric
+    ("default"|"annotation", scope, name)
+
+A scope is interpreted again whenever an entry it read grows (a worklist, ordered by the scopes'
+positions in the program). Sets only grow and the universe of values is finite, so this reaches
+the least fixed point, which does not depend on the order of the work: the same program gives the
+same tables on every run and under any load. The work is bounded by counting (interpretations per
+program, values per set, nesting of tuples), never by time; a bound that is hit is reported by
+`Solver.bound_hit` and the engine then reports nothing from flows for that program.
+
+What the rules need is collected as events of each scope's last interpretation (calls of methods
+on wrapped models, `mark_forward_method` calls, materializations), plus the tables.
+"""
+
+from __future__ import annotations
+
+import ast
+import heapq
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
+from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes, wrapper_attributes
+from fabric_lsp.analysis.torch_tables import tables
+from fabric_lsp.analysis.values import (
+    JUST_UNKNOWN,
+    NOTHING,
+    SINGLE,
+    UNKNOWN,
+    UNKNOWN_STRATEGY,
+    WRAPPING,
+    Bound,
+    Class,
+    Const,
+    Container,
+    FabricValue,
+    Function,
+    Instance,
+    Lib,
+    Module,
+    Partial,
+    Special,
+    Strategy,
+    StrategyObject,
+    Super,
+    Tuple,
+    Wrapped,
+    WrappedMethod,
+    const,
+)
+
+MAX_SET = 64  # values in one set; past it, the set keeps the first ones (in a fixed order) and UNKNOWN
+MAX_CONSTANTS = 8
+MAX_MRO = 40
+STEPS_PER_SCOPE = 60  # interpretations allowed per scope of the program, on average
+MAX_LOOP_PASSES = 3
+MAX_CALL_VALUES = 32  # callees tried at one call site
+
+ANY_KEY = "<any>"
+_NONE = frozenset({const(None)})
+_RETURNS_SELF = frozenset(
+    ("eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "apply",
+     "to_empty", "share_memory", "type", "xpu")
+)
+_UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
+_MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
+_FSDP_CLASSES = frozenset((
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+))
+_BUILTINS = frozenset((
+    "super", "getattr", "setattr", "hasattr", "dict", "list", "tuple", "set", "iter", "next", "enumerate", "zip",
+    "reversed", "sorted", "isinstance", "len", "print", "range", "map", "filter", "type", "vars", "callable",
+))
+
+
+class MetaTag(tuple):
+    """How an instance came to be on the meta device: (kind, context node, creation node, path,
+    Fabric values of an init_module context). For init_module, `empty_init` is read after the
+    analysis from the arguments recorded for the context's call (`Solver.empty_init`)."""
+
+    __slots__ = ()
+
+    kind = property(lambda self: self[0])  # "meta_device" | "default_device" | "init_module"
+    context = property(lambda self: self[1])  # the `with` statement, or the set_default_device call
+    creation = property(lambda self: self[2])  # the constructor (or factory) call
+    path = property(lambda self: self[3])
+    fabrics = property(lambda self: self[4])
+    init_call = property(lambda self: self[5])  # the init_module(...) call
+
+
+@dataclass
+class Event:
+    kind: str  # "wcall" | "mark" | "materialize" | "setup"
+    node: ast.AST  # the call
+    path: str
+    scope: ir.Scope
+    statement: ast.AST | None
+    data: dict
+
+
+class _Frame:
+    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values")
+
+    def __init__(self, scope: ir.Scope) -> None:
+        self.scope = scope
+        self.env: dict[str, frozenset] = {}
+        self.marked: frozenset = frozenset()  # (Wrapped, name) marked on the way here
+        self.meta: MetaTag | None = None  # innermost meta-device context (a `with`)
+        self.default_meta: MetaTag | None = None  # torch.set_default_device("meta")
+        self.cells: dict[str, frozenset] = {}
+        self.statement: ast.AST | None = None
+        self.self_values: frozenset = NOTHING
+
+    def fork(self) -> "_Frame":
+        other = _Frame.__new__(_Frame)
+        other.scope = self.scope
+        other.env = dict(self.env)
+        other.marked = self.marked
+        other.meta = self.meta
+        other.default_meta = self.default_meta
+        other.cells = self.cells
+        other.statement = self.statement
+        other.self_values = self.self_values
+        return other
+
+    def merge(self, other: "_Frame") -> None:
+        for name, values in other.env.items():
+            mine = self.env.get(name)
+            self.env[name] = values if mine is None else (mine | values)
+        self.marked = self.marked | other.marked
+        if self.default_meta is None:
+            self.default_meta = other.default_meta
+
+
+class ProgramView:
+    """What the solver asks of the program: implemented by analysis.program.Program."""
+
+    def module_scope(self, path: str) -> ir.Scope | None: ...
+    def resolve_import(self, dotted: str, from_path: str, level: int): ...  # Module | Lib | None
+    def submodule(self, module: Module, name: str): ...  # Module | None
+    def external_attribute(self, module: Module, name: str) -> frozenset: ...
+    def external_class_info(self, cls: Class): ...
+    def external_bases(self, cls: Class) -> list[frozenset]: ...
+    def external_classmethod_returns_cls(self, function: Function) -> bool: ...
+    def class_scope(self, cls: Class) -> ir.Scope | None: ...
+    def is_entry(self, scope: ir.Scope) -> bool: ...
+    def segment(self, path: str, node: ast.AST) -> str: ...
+
+
+def _widen(values: frozenset) -> frozenset:
+    """Bound a set: more than a few constants become UNKNOWN (the rules read constants only where a
+    handful of literals is chosen between: strategies, registry keys, method names)."""
+    if len(values) <= MAX_CONSTANTS:
+        return values
+    constants = [v for v in values if isinstance(v, Const)]
+    if len(constants) > MAX_CONSTANTS:
+        values = frozenset(v for v in values if not isinstance(v, Const)) | JUST_UNKNOWN
+    if len(values) > MAX_SET:
+        values = frozenset(sorted(values, key=_sort_key)[:MAX_SET]) | JUST_UNKNOWN
+    return values
+
+
+def class_key(scope: ir.Scope) -> Class:
+    return Class(scope.path, scope.qualname, scope.line)
+
+
+class Solver:
+    def __init__(self, program: ProgramView, scopes: list[ir.Scope]) -> None:
+        self.program = program
+        self.scopes = scopes
+        self.order = {id(scope): index for index, scope in enumerate(scopes)}
+        self.tables: dict[tuple, frozenset] = {}
+        self.readers: dict[tuple, set[int]] = {}
+        self.events: dict[int, list[Event]] = {}
+        self.current: ir.Scope | None = None
+        self._queue: list[int] = []
+        self._queued: set[int] = set()
+        self.steps = 0
+        self.max_steps = STEPS_PER_SCOPE * max(1, len(scopes)) + 1000
+        self.bound_hit: str | None = None
+        self.classes: dict[Class, ir.Scope] = {}
+        for scope in scopes:
+            if scope.kind == ir.CLASS:
+                self.classes[class_key(scope)] = scope
+        self._mro_cache: dict[Class, tuple] = {}
+        self._subclass_cache: dict[Class, list] = {}
+        self._events: list[Event] = []
+        self._strategies: dict[int, Strategy] = {}
+
+    # -- tables --------------------------------------------------------------------------------
+    def read(self, key: tuple) -> frozenset:
+        current = self.current
+        if current is not None:
+            readers = self.readers.get(key)
+            if readers is None:
+                self.readers[key] = {self.order[id(current)]}
+            else:
+                readers.add(self.order[id(current)])
+        return self.tables.get(key, NOTHING)
+
+    def peek(self, key: tuple) -> frozenset:
+        """A table entry, without depending on it (after the solve)."""
+        return self.tables.get(key, NOTHING)
+
+    def write(self, key: tuple, values: frozenset) -> None:
+        if not values:
+            return
+        old = self.tables.get(key)
+        if old is None:
+            self.tables[key] = _widen(values)
+        else:
+            new = old | values
+            if len(new) == len(old):
+                return
+            self.tables[key] = _widen(new)
+        for reader in self.readers.get(key, ()):
+            self._enqueue(reader)
+        if key[0] == "bases":
+            self._mro_cache.clear()
+            self._subclass_cache.clear()
+
+    def _enqueue(self, index: int) -> None:
+        if index not in self._queued:
+            self._queued.add(index)
+            heapq.heappush(self._queue, index)
+
+    # -- the fixed point -------------------------------------------------------------------------
+    def solve(self) -> None:
+        for index in range(len(self.scopes)):
+            self._enqueue(index)
+        while self._queue:
+            index = heapq.heappop(self._queue)
+            self._queued.discard(index)
+            self.steps += 1
+            if self.steps > self.max_steps:
+                self.bound_hit = (
+                    f"the value-flow analysis stopped after {self.max_steps} steps (counted, not timed); "
+                    "findings that depend on values passed between functions are left out"
+                )
+                break
+            self._run(self.scopes[index])
+        self.current = None
+
+    def _run(self, scope: ir.Scope) -> None:
+        self.current = scope
+        self._events = []
+        frame = _Frame(scope)
+        if scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            self._bind_parameters(frame)
+        self._exec(scope.body, frame)
+        if scope.kind in (ir.FUNCTION, ir.LAMBDA) and scope.kind == ir.FUNCTION:
+            self.write(("return", id(scope)), _NONE)  # falling off the end (kept simple: always possible)
+        if scope.kind == ir.MODULE:
+            for name, values in frame.env.items():
+                self.write(("global", scope.path, name), values)
+        elif scope.kind == ir.CLASS:
+            key = class_key(scope)
+            for name, values in frame.env.items():
+                self.write(("classattr", key, name), values)
+        for name, values in frame.cells.items():
+            self.write(("closure", id(scope), name), values)
+        self.events[self.order[id(scope)]] = self._events
+
+    def all_events(self) -> list[Event]:
+        found: list[Event] = []
+        for index in sorted(self.events):
+            found.extend(self.events[index])
+        return found
+
+    # -- parameters ------------------------------------------------------------------------------
+    def _bind_parameters(self, frame: _Frame) -> None:
+        scope = frame.scope
+        entry = self.program.is_entry(scope)
+        method = scope.class_scope is not None and scope.kind == ir.FUNCTION
+        kind = scope.method_kind if method else None
+        for index, param in enumerate(scope.params):
+            values = self.read(("param", id(scope), param.name))
+            if index == 0 and method and kind in ("method", "property"):
+                selves = self._self_values(scope.class_scope)
+                values = values | selves
+                frame.self_values = values
+            elif index == 0 and method and kind == "classmethod":
+                values = values | frozenset(self._subclasses(class_key(scope.class_scope)))
+                frame.self_values = values
+            else:
+                if entry or UNKNOWN in values:
+                    values = values | self._annotation_values(scope, param)
+                if entry:
+                    values = values | self.read(("default", id(scope), param.name)) | JUST_UNKNOWN
+            if param.kind == "varargs" and not values:
+                values = JUST_UNKNOWN
+            frame.env[param.name] = values
+            if param.name in scope.cellvars:
+                frame.cells[param.name] = frame.cells.get(param.name, NOTHING) | values
+
+    def _annotation_values(self, scope: ir.Scope, param: ir.Param) -> frozenset:
+        annotated = self.read(("annotation", id(scope), param.name))
+        found = set()
+        for value in annotated:
+            if isinstance(value, Lib) and value.qualified in FABRIC_CLASS_NAMES:
+                found.add(FabricValue(None, None, None, f"a Fabric passed in as `{param.name}`"))
+            elif isinstance(value, Class):
+                if self.is_fabric_class(value):
+                    found.add(FabricValue(None, None, value, f"a Fabric passed in as `{param.name}`"))
+                else:
+                    found.add(Instance(value))
+        return frozenset(found)
+
+    def _self_values(self, class_scope: ir.Scope) -> frozenset:
+        """`self` in a method of a class: instances of it and of its subclasses (Fabric subclasses:
+        the Fabric objects made from it, which callers pass as receivers)."""
+        key = class_key(class_scope)
+        if self.is_fabric_class(key):
+            if self.program.is_entry(class_scope):
+                return frozenset({FabricValue(None, None, key, f"a `{key.qualname}` made elsewhere")})
+            return NOTHING
+        return frozenset(Instance(sub) for sub in self._subclasses(key))
+
+    def _subclasses(self, key: Class) -> list[Class]:
+        cached = self._subclass_cache.get(key)
+        if cached is None:
+            cached = [key] + [other for other in self.classes if other != key and key in self.mro(other)]
+            self._subclass_cache[key] = cached
+        return cached
+
+    # -- classes -------------------------------------------------------------------------------------
+    def mro(self, cls) -> tuple:
+        """Depth-first, left to right, without repeats (C3 only differs on diamonds)."""
+        if not isinstance(cls, Class):
+            return (cls,)
+        cached = self._mro_cache.get(cls)
+        if cached is not None:
+            return cached
+        order: list = []
+        seen: set = set()
+        pending = [cls]
+        while pending and len(order) < MAX_MRO:
+            item = pending.pop(0)
+            if item in seen:
+                continue
+            seen.add(item)
+            order.append(item)
+            if isinstance(item, Class):
+                bases = self._bases(item)
+                pending[0:0] = [b for b in bases if b not in seen]
+        result = tuple(order)
+        self._mro_cache[cls] = result
+        return result
+
+    def direct_bases(self, cls: Class) -> list:
+        """The bases of a class statement as classes (after the solve)."""
+        current, self.current = self.current, None
+        try:
+            return self._bases(cls)
+        finally:
+            self.current = current
+
+    def _bases(self, cls: Class) -> list:
+        if cls.external:
+            found = []
+            for values in self.program.external_bases(cls):
+                found.extend(sorted((v for v in values if isinstance(v, (Class, Lib))), key=_sort_key))
+            return found
+        entry = self.read(("bases", cls))
+        found = []
+        for value in sorted(entry, key=_sort_key):
+            if isinstance(value, Tuple):
+                for element in value.elements:
+                    found.extend(sorted((v for v in element if isinstance(v, (Class, Lib))), key=_sort_key))
+        return found
+
+    def is_fabric_class(self, cls) -> bool:
+        return any(isinstance(ref, Lib) and ref.qualified in FABRIC_CLASS_NAMES for ref in self.mro(cls))
+
+    def lookup_class_attribute(self, cls: Class, name: str) -> tuple[Class | Lib | None, frozenset]:
+        """(the class in the MRO that binds `name` in its body, the values bound); (None, {}) if none.
+        Which class binds the name is read from the class statements, so it never changes as values grow."""
+        for ref in self.mro(cls):
+            if isinstance(ref, Class):
+                if ref.external:
+                    values = self.program.external_attribute(ref, name)
+                    if values:
+                        return ref, values
+                    continue
+                scope = self.classes.get(ref)
+                if scope is not None and name in scope.assigned:
+                    return ref, self.read(("classattr", ref, name))
+            elif isinstance(ref, Lib) and library_defines(ref.qualified, name):
+                return ref, NOTHING
+        return None, NOTHING
+
+    def _mro_complete(self, cls: Class) -> bool:
+        """Are all bases along the MRO known (written by their class statements, each resolved)?"""
+        for ref in self.mro(cls):
+            if isinstance(ref, Class) and not ref.external:
+                scope = self.classes.get(ref)
+                node = scope.node if scope is not None else None
+                entry = self.peek(("bases", ref))
+                if node is not None and getattr(node, "bases", None):
+                    if not entry or any(not element for value in entry if isinstance(value, Tuple) for element in value.elements):
+                        return False
+        return True
+
+    # -- statements ------------------------------------------------------------------------------------
+    def _exec(self, statements: list, frame: _Frame) -> None:
+        for statement in statements:
+            handler = _STATEMENTS.get(statement[0])
+            if handler is not None:
+                handler(self, statement, frame)
+
+    def _s_assign(self, statement, frame: _Frame) -> None:
+        frame.statement = statement[3]
+        values = self.ev(statement[2], frame)
+        for target in statement[1]:
+            self.assign(target, values, frame)
+
+    def _s_aug(self, statement, frame: _Frame) -> None:
+        values = self.ev(statement[2], frame)
+        target = statement[1]
+        if target[0] == "name":
+            current = self._lookup(target[1], frame)
+            self.assign(target, current | values, frame)
+
+    def _s_expr(self, statement, frame: _Frame) -> None:
+        self.ev(statement[1], frame)
+
+    def _s_return(self, statement, frame: _Frame) -> None:
+        frame.statement = statement[2]
+        values = self.ev(statement[1], frame) if statement[1] is not None else frozenset({const(None)})
+        if frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            self.write(("return", id(frame.scope)), values)
+
+    def _s_if(self, statement, frame: _Frame) -> None:
+        self.ev(statement[1], frame)
+        other = frame.fork()
+        self._exec(statement[2], frame)
+        self._exec(statement[3], other)
+        frame.merge(other)
+
+    def _s_match(self, statement, frame: _Frame) -> None:
+        self.ev(statement[1], frame)
+        start = frame.fork()
+        for body in statement[2]:
+            branch = start.fork()
+            self._exec(body, branch)
+            frame.merge(branch)
+
+    def _loop(self, frame: _Frame, body_once: Callable[[_Frame], None], orelse: list) -> None:
+        state = frame
+        for _ in range(MAX_LOOP_PASSES):
+            branch = state.fork()
+            body_once(branch)
+            before = {name: len(values) for name, values in state.env.items()}
+            marked = len(state.marked)
+            state.merge(branch)
+            if {name: len(values) for name, values in state.env.items()} == before and len(state.marked) == marked:
+                break
+        self._exec(orelse, state)
+
+    def _s_for(self, statement, frame: _Frame) -> None:
+        iterated = self.iter_values(self.ev(statement[2], frame))
+        target, body = statement[1], statement[3]
+
+        def once(branch: _Frame) -> None:
+            self.assign(target, iterated, branch)
+            self._exec(body, branch)
+
+        self._loop(frame, once, statement[4])
+
+    def _s_while(self, statement, frame: _Frame) -> None:
+        test, body = statement[1], statement[2]
+
+        def once(branch: _Frame) -> None:
+            self.ev(test, branch)
+            self._exec(body, branch)
+
+        self.ev(test, frame)
+        self._loop(frame, once, statement[3])
+
+    def _s_with(self, statement, frame: _Frame) -> None:
+        node = statement[3]
+        frame.statement = node
+        outer_meta = frame.meta
+        for context_expr, target in statement[1]:
+            values = self.ev(context_expr, frame)
+            tag = self._meta_context(values, node, frame)
+            if tag is not None:
+                frame.meta = tag
+            if target is not None:
+                self.assign(target, JUST_UNKNOWN, frame)
+        self._exec(statement[2], frame)
+        frame.meta = outer_meta
+
+    def _meta_context(self, values: frozenset, node: ast.AST, frame: _Frame) -> MetaTag | None:
+        fabrics = set()
+        init_call = None
+        meta_device = False
+        for value in values:
+            if isinstance(value, Special):
+                if value.kind == "meta_device":
+                    meta_device = True
+                elif value.kind == "init_module":
+                    fabrics.add(value.receiver)
+                    init_call = value.extra
+        path = frame.scope.path
+        if meta_device:
+            return MetaTag(("meta_device", node, None, path, frozenset(), None))
+        if fabrics:
+            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call))
+        return None
+
+    def _s_try(self, statement, frame: _Frame) -> None:
+        start = frame.fork()
+        self._exec(statement[1], frame)
+        for name, body in statement[2]:
+            branch = start.fork()
+            branch.merge(frame)
+            if name:
+                branch.env[name] = JUST_UNKNOWN
+            self._exec(body, branch)
+            frame.merge(branch)
+        self._exec(statement[3], frame)
+        self._exec(statement[4], frame)
+
+    def _s_def(self, statement, frame: _Frame) -> None:
+        _, name, child, decorators, node = statement
+        frame.statement = node
+        for decorator in decorators:
+            self.ev(decorator, frame)
+        self._define(child, frame)
+        self.assign(("name", name), frozenset({Function(child)}), frame)
+
+    def _define(self, child: ir.Scope, frame: _Frame) -> None:
+        for param in child.params:
+            if param.default is not None:
+                self.write(("default", id(child), param.name), self.ev(param.default, frame))
+            if param.annotation is not None:
+                self.write(("annotation", id(child), param.name), self.ev(param.annotation, frame))
+
+    def _s_class(self, statement, frame: _Frame) -> None:
+        _, name, child, bases, keywords, decorators, node = statement
+        frame.statement = node
+        base_values = tuple(self.ev(base, frame) for base in bases)
+        for _, value in keywords:
+            self.ev(value, frame)
+        for decorator in decorators:
+            self.ev(decorator, frame)
+        key = class_key(child)
+        self.write(("bases", key), frozenset({Tuple(base_values)}))
+        self.assign(("name", name), frozenset({key}), frame)
+
+    def _s_import(self, statement, frame: _Frame) -> None:
+        path = frame.scope.path
+        for dotted, asname in statement[1]:
+            if asname:
+                value = self.program.resolve_import(dotted, path, 0)
+                self.assign(("name", asname), frozenset({value}) if value is not None else JUST_UNKNOWN, frame)
+            else:
+                top = dotted.split(".")[0]
+                value = self.program.resolve_import(top, path, 0)
+                self.assign(("name", top), frozenset({value}) if value is not None else JUST_UNKNOWN, frame)
+
+    def _s_from(self, statement, frame: _Frame) -> None:
+        _, module, level, names, node = statement
+        path = frame.scope.path
+        base = self.program.resolve_import(module or "", path, level)
+        for name, asname in names:
+            if name == "*":
+                if isinstance(base, Module) and not base.external:
+                    scope = self.program.module_scope(base.path)
+                    if scope is not None:
+                        for exported in sorted(scope.assigned):
+                            if not exported.startswith("_"):
+                                self.assign(("name", exported), self.read(("global", base.path, exported)), frame)
+                continue
+            if base is None:
+                values = JUST_UNKNOWN
+            else:
+                values = self.attribute(frozenset({base}), name, None, frame)
+            self.assign(("name", asname or name), values, frame)
+
+    def _s_global(self, statement, frame: _Frame) -> None:
+        return None
+
+    # -- patterns ----------------------------------------------------------------------------------------
+    def assign(self, pattern: tuple, values: frozenset, frame: _Frame) -> None:
+        kind = pattern[0]
+        if kind == "name":
+            name = pattern[1]
+            scope = frame.scope
+            if scope.kind == ir.MODULE:
+                frame.env[name] = values
+            elif name in scope.declared_global:
+                frame.env[name] = values
+                self.write(("global", scope.path, name), values)
+            elif name in scope.declared_nonlocal:
+                frame.env[name] = values
+                owner = self._enclosing_owner(scope, name)
+                if owner is not None:
+                    self.write(("closure", id(owner), name), values)
+            else:
+                frame.env[name] = values
+                if name in scope.cellvars:
+                    frame.cells[name] = frame.cells.get(name, NOTHING) | values
+        elif kind == "attr":
+            objects = self.ev(pattern[1], frame)
+            self.store_attribute(objects, pattern[2], values)
+        elif kind == "sub":
+            objects = self.ev(pattern[1], frame)
+            keys = self.ev(pattern[2], frame)
+            for obj in objects:
+                if isinstance(obj, Container):
+                    self._store_element(obj, keys, values)
+        elif kind == "tuple":
+            self._destructure(pattern[1], values, frame)
+        elif kind == "star":
+            self.assign(pattern[1], JUST_UNKNOWN, frame)
+
+    def _destructure(self, patterns: tuple, values: frozenset, frame: _Frame) -> None:
+        count = len(patterns)
+        parts: list[set] = [set() for _ in range(count)]
+        star = next((i for i, p in enumerate(patterns) if p[0] == "star"), None)
+        for value in values:
+            if isinstance(value, Container):
+                elements = self.read(("elements", value.site))
+                anywhere = self.read(("element", value.site, ANY_KEY))
+                for index in range(count):
+                    if star is not None and index >= star:
+                        parts[index].update(elements)  # after a starred target: positions unknown
+                        continue
+                    item = self.read(("element", value.site, const(index)))
+                    parts[index].update(item | anywhere if item else elements)
+            else:
+                for part in parts:
+                    part.add(UNKNOWN)
+        for pattern, part in zip(patterns, parts):
+            if pattern[0] == "star":
+                self.assign(pattern[1], JUST_UNKNOWN, frame)
+            else:
+                self.assign(pattern, frozenset(part), frame)
+
+    def _enclosing_owner(self, scope: ir.Scope, name: str) -> ir.Scope | None:
+        enclosing = scope.parent
+        while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
+            if name in enclosing.assigned:
+                return enclosing
+            enclosing = enclosing.parent
+        return None
+
+    def store_attribute(self, objects: frozenset, name: str, values: frozenset) -> None:
+        for obj in objects:
+            if isinstance(obj, Instance) and isinstance(obj.cls, Class):
+                self.write(("field", obj.cls, name), values)
+            elif isinstance(obj, FabricValue) and obj.cls is not None:
+                self.write(("field", obj.cls, name), values)
+            elif isinstance(obj, Wrapped):
+                for inner in self.read(("setup_module", obj.site)):
+                    if isinstance(inner, Instance) and isinstance(inner.cls, Class):
+                        self.write(("field", inner.cls, name), values)
+            elif isinstance(obj, Module) and not obj.external:
+                self.write(("global", obj.path, name), values)
+            elif isinstance(obj, Class) and not obj.external:
+                self.write(("classattr", obj, name), values)
+
+    def _store_element(self, container: Container, keys: frozenset, values: frozenset) -> None:
+        for key in keys:
+            if isinstance(key, Const):
+                self.write(("element", container.site, key), values)
+                self.write(("keys", container.site), frozenset({key}))
+            else:
+                self.write(("element", container.site, ANY_KEY), values)
+        self.write(("elements", container.site), values)
+
+    # -- names ------------------------------------------------------------------------------------------
+    def _lookup(self, name: str, frame: _Frame) -> frozenset:
+        scope = frame.scope
+        kind = scope.kind
+        if kind == ir.MODULE:
+            found = frame.env.get(name)
+            if found is not None:
+                return found
+            return self._global(scope.path, name)
+        if kind == ir.CLASS:
+            found = frame.env.get(name)
+            if found is not None:
+                return found
+            return self._free(scope.parent, name, scope.path)
+        if name in scope.declared_global:
+            return self._global(scope.path, name)
+        if name in scope.assigned and name not in scope.declared_nonlocal:
+            return frame.env.get(name, NOTHING)
+        return self._free(scope.parent, name, scope.path)
+
+    def _free(self, enclosing: ir.Scope | None, name: str, path: str) -> frozenset:
+        while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
+            if name in enclosing.assigned and name not in enclosing.declared_global:
+                return self.read(("closure", id(enclosing), name))
+            enclosing = enclosing.parent
+        return self._global(path, name)
+
+    def _global(self, path: str, name: str) -> frozenset:
+        found = self.read(("global", path, name))
+        if found:
+            return found
+        module = self.program.module_scope(path)
+        if module is not None and name in module.assigned:
+            return NOTHING
+        if name in _BUILTINS:
+            return frozenset({Lib("builtins." + name)})
+        return JUST_UNKNOWN
+
+    # -- expressions --------------------------------------------------------------------------------------
+    def ev(self, expr: tuple, frame: _Frame) -> frozenset:
+        handler = _EXPRESSIONS[expr[0]]
+        return handler(self, expr, frame)
+
+    def _e_const(self, expr, frame) -> frozenset:
+        return frozenset({const(expr[1])})
+
+    def _e_name(self, expr, frame) -> frozenset:
+        return self._lookup(expr[1], frame)
+
+    def _e_attr(self, expr, frame) -> frozenset:
+        return self.attribute(self.ev(expr[1], frame), expr[2], expr[3], frame)
+
+    def _e_sub(self, expr, frame) -> frozenset:
+        objects = self.ev(expr[1], frame)
+        keys = self.ev(expr[2], frame)
+        return self.subscript(objects, keys)
+
+    def _e_tuple(self, expr, frame) -> frozenset:
+        # A tuple display is a container of its own (keyed by its IR node): values never embed sets,
+        # so they keep their identity while what they hold grows.
+        return self._sequence(expr[1], expr, frame)
+
+    def _e_list(self, expr, frame) -> frozenset:
+        return self._sequence(expr[1], expr[2], frame)
+
+    def _sequence(self, elements, site, frame) -> frozenset:
+        container = Container(site, frame.scope.path)
+        starred = False
+        for index, element in enumerate(elements):
+            if element[0] == "star":
+                values = self.iter_values(self.ev(element[1], frame))
+                self.write(("element", site, ANY_KEY), values)
+                self.write(("elements", site), values)
+                starred = True
+                continue
+            values = self.ev(element, frame)
+            self.write(("element", site, const(index) if not starred else ANY_KEY), values)
+            self.write(("elements", site), values)
+        return frozenset({container})
+
+    def _e_dict(self, expr, frame) -> frozenset:
+        site = expr[2]
+        container = Container(site, frame.scope.path)
+        for key_expr, value_expr in expr[1]:
+            values = self.ev(value_expr, frame)
+            if key_expr is None:  # {**other}
+                for other in values:
+                    if isinstance(other, Container):
+                        self.write(("element", site, ANY_KEY), self.read(("elements", other.site)))
+                        self.write(("elements", site), self.read(("elements", other.site)))
+                continue
+            keys = self.ev(key_expr, frame)
+            self._store_element(container, keys, values)
+        return frozenset({container})
+
+    def _e_join(self, expr, frame) -> frozenset:
+        for first in expr[2]:
+            self.ev(first, frame)
+        found = NOTHING
+        for alternative in expr[1]:
+            found = found | self.ev(alternative, frame)
+        return found
+
+    def _e_walrus(self, expr, frame) -> frozenset:
+        values = self.ev(expr[2], frame)
+        self.assign(("name", expr[1]), values, frame)
+        return values
+
+    def _e_lambda(self, expr, frame) -> frozenset:
+        child = expr[1]
+        self._define(child, frame)
+        return frozenset({Function(child)})
+
+    def _e_unknown(self, expr, frame) -> frozenset:
+        for inner in expr[1]:
+            self.ev(inner, frame)
+        return JUST_UNKNOWN
+
+    def _e_comp(self, expr, frame) -> frozenset:
+        _, kind, element, generators, node = expr
+        inner = frame.fork()
+        for target, iterable, conditions in generators:
+            self.assign(target, self.iter_values(self.ev(iterable, inner)), inner)
+            for condition in conditions:
+                self.ev(condition, inner)
+        container = Container(node, frame.scope.path)
+        if kind == "dict":  # element: ("tuple", (key, value))
+            keys = self.ev(element[1][0], inner)
+            self._store_element(container, keys, self.ev(element[1][1], inner))
+        else:
+            values = self.ev(element, inner)
+            self.write(("element", node, ANY_KEY), values)
+            self.write(("elements", node), values)
+        frame.marked = frame.marked | inner.marked
+        return frozenset({container})
+
+    def _e_call(self, expr, frame) -> frozenset:
+        _, func_expr, arg_exprs, kwarg_exprs, node = expr
+        callees = self.ev(func_expr, frame)
+        args: list[tuple[bool, frozenset]] = []
+        for arg in arg_exprs:
+            if arg[0] == "star":
+                args.append((True, self.ev(arg[1], frame)))
+            else:
+                args.append((False, self.ev(arg, frame)))
+        kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
+        call = _Call(node, func_expr, args, kwargs, frame)
+        result = NOTHING
+        for index, callee in enumerate(sorted(callees, key=_sort_key)):
+            if index >= MAX_CALL_VALUES:
+                result = result | JUST_UNKNOWN
+                break
+            result = result | self.call_value(callee, call)
+        return result
+
+    # -- attributes ------------------------------------------------------------------------------------
+    def attribute(self, objects: frozenset, name: str, node: ast.AST | None, frame: _Frame | None) -> frozenset:
+        found = set()
+        for obj in objects:
+            found.update(self.attribute_of(obj, name, frame))
+        return frozenset(found)
+
+    def attribute_of(self, obj, name: str, frame: _Frame | None) -> frozenset:
+        if isinstance(obj, Lib):
+            return frozenset({Lib(obj.qualified + "." + name)})
+        if isinstance(obj, Module):
+            if obj.external:
+                return self.program.external_attribute(obj, name) or JUST_UNKNOWN
+            found = self.read(("global", obj.path, name))
+            sub = self.program.submodule(obj, name)
+            if sub is not None:
+                found = found | {sub}
+            if not found:
+                scope = self.program.module_scope(obj.path)
+                if scope is None or name not in scope.assigned:
+                    return JUST_UNKNOWN
+            return found
+        if isinstance(obj, Instance):
+            return self._instance_attribute(obj, name)
+        if isinstance(obj, Class):
+            return self._class_attribute(obj, name)
+        if isinstance(obj, Wrapped):
+            return self._wrapped_attribute(obj, name)
+        if isinstance(obj, FabricValue):
+            return self._fabric_attribute(obj, name)
+        if isinstance(obj, Container):
+            return frozenset({Special("container_method", obj, name)})
+        if isinstance(obj, Super):
+            return self._super_attribute(obj, name)
+        return JUST_UNKNOWN
+
+    def _bind_class_value(self, value, owner_cls, receiver) -> Iterable:
+        """A value found in a class body, seen through an instance (receiver) or the class."""
+        if isinstance(value, Function) and not value.external:
+            scope = value.scope
+            kind = scope.method_kind if scope.class_scope is not None else "method"
+            if kind == "staticmethod":
+                return (value,)
+            if kind == "classmethod":
+                cls = receiver.cls if isinstance(receiver, Instance) else receiver
+                if isinstance(receiver, FabricValue):
+                    cls = receiver.cls
+                return (Bound(value, cls),)
+            if kind == "property":
+                if isinstance(receiver, Class):
+                    return (UNKNOWN,)
+                return tuple(self._call_function(scope, [(False, frozenset({receiver}))], [], None, None))
+            if isinstance(receiver, Class):
+                return (value,)
+            return (Bound(value, receiver),)
+        if isinstance(value, Function) and value.external:
+            if isinstance(receiver, Class) or isinstance(receiver, Instance):
+                return (Bound(value, receiver if isinstance(receiver, Class) else receiver),)
+        return (value,)
+
+    def _instance_attribute(self, inst: Instance, name: str) -> frozenset:
+        cls = inst.cls
+        if isinstance(cls, Lib):
+            return self._library_instance_attribute(inst, name)
+        owner, values = self.lookup_class_attribute(cls, name)
+        found = set(self.read(("field", cls, name)))
+        if isinstance(owner, Class):
+            for value in values:
+                found.update(self._bind_class_value(value, owner, inst))
+        elif isinstance(owner, Lib):
+            found.update(self._library_instance_attribute(inst, name))
+        elif not found and not self.program.attribute_assigned(name) and self._mro_complete(cls):
+            found.add(UNKNOWN)  # nothing in the program binds it: not something we can know
+        return frozenset(found)
+
+    def _library_instance_attribute(self, inst: Instance, name: str) -> frozenset:
+        if name in _RETURNS_SELF:
+            return frozenset({Special("returns_receiver", inst)})
+        return frozenset({Special("lib_method", inst, name)}) if name in nn_module_attributes() else JUST_UNKNOWN
+
+    def _class_attribute(self, cls: Class, name: str) -> frozenset:
+        owner, values = self.lookup_class_attribute(cls, name)
+        if isinstance(owner, Class):
+            found = set()
+            for value in values:
+                found.update(self._bind_class_value(value, owner, cls))
+            return frozenset(found)
+        return JUST_UNKNOWN
+
+    def _super_attribute(self, sup: Super, name: str) -> frozenset:
+        mro = self.mro(sup.receiver.cls if isinstance(sup.receiver, Instance) else (
+            sup.receiver.cls if isinstance(sup.receiver, FabricValue) and sup.receiver.cls else sup.cls))
+        if sup.cls in mro:
+            mro = mro[mro.index(sup.cls) + 1:]
+        for ref in mro:
+            if isinstance(ref, Class):
+                if ref.external:
+                    values = self.program.external_attribute(ref, name)
+                    if values:
+                        return frozenset(v for value in values for v in self._bind_class_value(value, ref, sup.receiver))
+                    continue
+                scope = self.classes.get(ref)
+                if scope is not None and name in scope.assigned:
+                    values = self.read(("classattr", ref, name))
+                    return frozenset(v for value in values for v in self._bind_class_value(value, ref, sup.receiver))
+            elif isinstance(ref, Lib):
+                receiver = sup.receiver
+                if isinstance(receiver, FabricValue):
+                    return self._fabric_attribute(receiver, name, library_only=True)
+                if isinstance(receiver, Instance):
+                    return self._library_instance_attribute(receiver, name)
+                return JUST_UNKNOWN
+        return JUST_UNKNOWN
+
+    def _wrapped_attribute(self, wrapped: Wrapped, name: str) -> frozenset:
+        if name in _UNWRAPPING_ATTRIBUTES:
+            return self.read(("setup_module", wrapped.site))
+        if name == "mark_forward_method":
+            return frozenset({Special("mark", wrapped)})
+        if name in ("forward", "__call__"):
+            return frozenset({Special("wrapped_forward", wrapped)})
+        if name in _RETURNS_SELF:
+            return frozenset({Special("returns_receiver", wrapped)})
+        if name in wrapper_attributes():
+            return frozenset({Special("lib_method", wrapped, name)})
+        found = {WrappedMethod(wrapped, name)}
+        for inner in self.read(("setup_module", wrapped.site)):
+            if isinstance(inner, Instance) and isinstance(inner.cls, Class):
+                found.update(self.read(("field", inner.cls, name)))
+        return frozenset(found)
+
+    def _fabric_attribute(self, fabric: FabricValue, name: str, library_only: bool = False) -> frozenset:
+        if fabric.cls is not None and not library_only:
+            owner, values = self.lookup_class_attribute(fabric.cls, name)
+            found = set(self.read(("field", fabric.cls, name)))
+            if isinstance(owner, Class):
+                for value in values:
+                    found.update(self._bind_class_value(value, owner, fabric))
+                return frozenset(found)
+            if found and owner is None:
+                return frozenset(found)
+        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders"):
+            return frozenset({Special("fabric_method", fabric, name)})
+        return JUST_UNKNOWN
+
+    # -- subscripts and iteration ---------------------------------------------------------------------------
+    def subscript(self, objects: frozenset, keys: frozenset) -> frozenset:
+        found = set()
+        for obj in objects:
+            if isinstance(obj, Container):
+                for key in keys:
+                    if isinstance(key, Const):
+                        found.update(self.read(("element", obj.site, key)))
+                        found.update(self.read(("element", obj.site, ANY_KEY)))
+                    else:
+                        found.update(self.read(("elements", obj.site)))
+            else:
+                found.add(UNKNOWN)
+        return frozenset(found)
+
+    def iter_values(self, values: frozenset) -> frozenset:
+        found = set()
+        for value in values:
+            if isinstance(value, Container):
+                found.update(self.read(("elements", value.site)))
+            elif isinstance(value, Special) and value.kind in ("items", "enumerate", "zip"):
+                found.add(self._pairs(value))
+            else:
+                found.add(UNKNOWN)
+        return frozenset(found)
+
+    def _pairs(self, special: Special) -> Container:
+        """What iterating `d.items()`, `enumerate(x)`, `zip(a, b)` yields: one tuple per site, whose
+        positions hold what the iterated containers hold."""
+        site = (special.receiver, special.kind)
+        pair = Container(site, special.extra)
+        if special.kind == "items":
+            parts = [JUST_UNKNOWN, self.read(("elements", special.receiver.site))]
+        elif special.kind == "enumerate":
+            parts = [JUST_UNKNOWN, self.iter_values(self.read(("iterable", special.receiver, 0)))]
+        else:
+            count = self.peek(("arity", special.receiver))
+            width = max((v.value for v in count if isinstance(v, Const)), default=0)
+            parts = [self.iter_values(self.read(("iterable", special.receiver, index))) for index in range(width)]
+        for index, values in enumerate(parts):
+            self.write(("element", site, const(index)), values)
+            self.write(("elements", site), values)
+        return pair
+
+    # -- calls --------------------------------------------------------------------------------------------------
+    def call_value(self, callee, call: "_Call") -> frozenset:
+        if isinstance(callee, Function):
+            if callee.external:
+                return JUST_UNKNOWN
+            return self._tagged(self._call_function(callee.scope, call.args, call.kwargs, call.node, call.frame), call)
+        if isinstance(callee, Bound):
+            function = callee.function
+            if function.external:
+                if isinstance(callee.receiver, Class) and self.program.external_classmethod_returns_cls(function):
+                    return self._tagged(frozenset({Instance(callee.receiver)}), call)
+                return JUST_UNKNOWN
+            return self._tagged(self._call_function(
+                function.scope, [(False, frozenset({callee.receiver}))] + call.args, call.kwargs, call.node, call.frame
+            ), call)
+        if isinstance(callee, Class):
+            return self._construct(callee, call)
+        if isinstance(callee, Lib):
+            return self._library_call(callee.qualified, call)
+        if isinstance(callee, WrappedMethod):
+            self._event("wcall", call, wrapped=callee.wrapped, method=callee.name,
+                        marked=(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr)
+            return JUST_UNKNOWN
+        if isinstance(callee, Special):
+            return self._special_call(callee, call)
+        if isinstance(callee, Partial):
+            site = callee.site
+            width = max((v.value for v in self.read(("arity", site)) if isinstance(v, Const)), default=0)
+            bound = [(False, self.read(("element", site, const(index)))) for index in range(width)]
+            keywords = [(name, self.read(("partial_keyword", site, name))) for name in _keyword_names(site)]
+            inner = _Call(call.node, call.func_expr, bound + call.args, keywords + call.kwargs, call.frame)
+            result = NOTHING
+            for function in sorted(self.read(("partial_function", site)), key=_sort_key):
+                result = result | self.call_value(function, inner)
+            return result
+        if isinstance(callee, Instance) and isinstance(callee.cls, Class):
+            owner, values = self.lookup_class_attribute(callee.cls, "__call__")
+            if not isinstance(owner, Class):
+                owner, values = self.lookup_class_attribute(callee.cls, "forward")
+            if isinstance(owner, Class):
+                result = NOTHING
+                for value in values:
+                    if isinstance(value, Function) and not value.external:
+                        result = result | self._call_function(
+                            value.scope, [(False, frozenset({callee}))] + call.args, call.kwargs, call.node, call.frame)
+                return result
+        return JUST_UNKNOWN
+
+    def _tagged(self, values: frozenset, call: "_Call") -> frozenset:
+        """Instances a call returns while a meta-device context is active were made on the meta device."""
+        meta = call.frame.meta or call.frame.default_meta
+        if meta is None or not any(isinstance(v, Instance) and v.meta is None for v in values):
+            return values
+        tagged = frozenset(
+            value._replace(meta=self._meta_for(meta, call)) if isinstance(value, Instance) and value.meta is None else value
+            for value in values
+        )
+        self._event("meta_build", call, values=frozenset(v for v in tagged if isinstance(v, Instance) and v.meta is not None))
+        return tagged
+
+    def _meta_for(self, context: MetaTag, call: "_Call") -> MetaTag:
+        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5]))
+
+    def _call_function(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
+        params = scope.params
+        bound: dict[str, set] = {}
+        positional = [p for p in params if p.kind == "positional"]
+        varargs = next((p for p in params if p.kind == "varargs"), None)
+        varkw = next((p for p in params if p.kind == "kwargs"), None)
+        position = 0
+        extra: list[frozenset] = []
+        spread = False
+        for starred, values in args:
+            if starred:
+                spread = True
+                expanded = self._expand_star(values)
+                if expanded is not None:
+                    for element in expanded:
+                        if position < len(positional):
+                            bound.setdefault(positional[position].name, set()).update(element)
+                            position += 1
+                        else:
+                            extra.append(element)
+                    spread = False
+                    continue
+                for param in positional[position:]:
+                    bound.setdefault(param.name, set()).update(self.iter_values(values))
+                break
+            if position < len(positional):
+                bound.setdefault(positional[position].name, set()).update(values)
+                position += 1
+            else:
+                extra.append(values)
+        names = {p.name for p in params if p.kind in ("positional", "keyword")}
+        extra_keywords: list[tuple[str, frozenset]] = []
+        for name, values in kwargs:
+            if name is None:
+                expanded = self._expand_kwargs(values)
+                for key, item in expanded:
+                    if key is None:
+                        for param in params:
+                            if param.kind in ("positional", "keyword") and param.name not in bound:
+                                bound.setdefault(param.name, set()).update(item)
+                    elif key in names:
+                        bound.setdefault(key, set()).update(item)
+                    else:
+                        extra_keywords.append((key, item))
+                continue
+            if name in names:
+                bound.setdefault(name, set()).update(values)
+            else:
+                extra_keywords.append((name, values))
+        for param in params:
+            if param.kind in ("positional", "keyword") and param.name not in bound and not spread:
+                if param.default is not None:
+                    bound[param.name] = set(self.read(("default", id(scope), param.name)))
+                else:
+                    bound[param.name] = {UNKNOWN}  # a missing argument: TypeError at run time
+        if varargs is not None:
+            site = (id(scope), "*args")
+            for index, values in enumerate(extra):
+                self.write(("element", site, const(index) if not spread else ANY_KEY), values)
+                self.write(("elements", site), values)
+            if spread:
+                self.write(("elements", site), JUST_UNKNOWN)
+            bound[varargs.name] = {Container(site, scope.path)}
+        if varkw is not None:
+            site = (id(scope), "**kwargs")
+            container = Container(site, scope.path)
+            for key, values in extra_keywords:
+                self._store_element(container, frozenset({const(key)}), values)
+            bound[varkw.name] = {container}
+        passed = set()
+        for name, values in bound.items():
+            values = frozenset(values)
+            self.write(("param", id(scope), name), values)
+            passed.update(v.site for v in values if isinstance(v, Wrapped))
+        if passed and node is not None and frame is not None:
+            self._event_at("pass", node, frame, callee=scope, sites=frozenset(passed))
+        if scope.is_generator:
+            return JUST_UNKNOWN
+        result = self.read(("return", id(scope)))
+        returned = {v.site for v in result if isinstance(v, Wrapped)}
+        if returned and node is not None and frame is not None:
+            self._event_at("returned", node, frame, callee=scope, sites=frozenset(returned))
+        return result
+
+    def _expand_star(self, values: frozenset) -> list[frozenset] | None:
+        """`f(*args)` with one container of known positions: its elements, in order."""
+        if len(values) == 1:
+            (value,) = values
+            if isinstance(value, Container) and not self.read(("element", value.site, ANY_KEY)):
+                found = []
+                for index in range(64):
+                    item = self.read(("element", value.site, const(index)))
+                    if not item:
+                        break
+                    found.append(item)
+                return found
+        return None
+
+    def _expand_kwargs(self, values: frozenset) -> list[tuple[str | None, frozenset]]:
+        """`f(**kwargs)`: (keyword, values) for the literal keys of dict-like containers; None for the rest."""
+        found: list = []
+        for value in sorted(values, key=_sort_key):
+            if isinstance(value, Container):
+                for key in sorted(self.read(("keys", value.site)), key=_sort_key):
+                    if key.kind == "str":
+                        found.append((key.value, self.read(("element", value.site, key))))
+                anywhere = self.read(("element", value.site, ANY_KEY))
+                if anywhere:
+                    found.append((None, anywhere))
+            else:
+                found.append((None, JUST_UNKNOWN))
+        return found
+
+    def _construct(self, cls: Class, call: "_Call") -> frozenset:
+        mro = self.mro(cls)
+        frame = call.frame
+        if self.is_fabric_class(cls):
+            made = FabricValue(call.node, frame.scope.path, cls)
+            self._record_fabric_arguments(call)
+            receiver = made
+        else:
+            meta = frame.meta or frame.default_meta
+            made = Instance(cls, self._meta_for(meta, call) if meta is not None else None)
+            receiver = made
+            if meta is not None:
+                self._event("meta_build", call, values=frozenset({made}))
+        init = None
+        for ref in mro:
+            if isinstance(ref, Class) and not ref.external:
+                scope = self.classes.get(ref)
+                if scope is not None and "__init__" in scope.assigned:
+                    init = [v for v in self.read(("classattr", ref, "__init__")) if isinstance(v, Function)]
+                    break
+                if scope is not None and "dataclass" in scope.decorator_names:
+                    self._dataclass_fields(ref, scope, receiver, call)
+                    break
+            elif isinstance(ref, Lib):
+                break
+        for function in init or ():
+            if not function.external:
+                self._call_function(function.scope, [(False, frozenset({receiver}))] + call.args, call.kwargs, call.node, frame)
+        return frozenset({made})
+
+    def _dataclass_fields(self, cls: Class, scope: ir.Scope, receiver, call: "_Call") -> None:
+        fields = [name for name in _annotated_names(scope) if not name.startswith("__")]
+        for index, (starred, values) in enumerate(call.args):
+            if starred or index >= len(fields):
+                break
+            self.write(("field", cls, fields[index]), values)
+        for name, values in call.kwargs:
+            if name in fields:
+                self.write(("field", cls, name), values)
+        given = {fields[i] for i in range(min(len(call.args), len(fields)))} | {n for n, _ in call.kwargs if n}
+        for name in fields:
+            if name not in given:
+                self.write(("field", cls, name), self.read(("classattr", cls, name)))
+
+    # -- library semantics -----------------------------------------------------------------------------------
+    def _library_call(self, qualified: str, call: "_Call") -> frozenset:
+        name = normalize_torch_name(qualified)
+        frame = call.frame
+        if name in FABRIC_CLASS_NAMES:
+            self._record_fabric_arguments(call)
+            return frozenset({FabricValue(call.node, frame.scope.path)})
+        if name == "torch.compile":
+            return frozenset(_compiled(value) for value in call.positional(0))
+        if name == "functools.partial":
+            site = call.node
+            self.write(("partial_function", site), call.positional(0))
+            arguments = [values for starred, values in call.args[1:] if not starred]
+            self.write(("arity", site), frozenset({const(len(arguments))}))
+            for index, values in enumerate(arguments):
+                self.write(("element", site, const(index)), values)
+            for name_, values in call.kwargs:
+                if name_ is not None:
+                    self.write(("partial_keyword", site, name_), values)
+            return frozenset({Partial(site, frame.scope.path)})
+        if name == "torch.device":
+            kinds = call.positional(0) | call.keyword("type")
+            if const("meta") in kinds:
+                return frozenset({Special("meta_device")})
+            return JUST_UNKNOWN
+        if name == "torch.set_default_device":
+            kinds = call.positional(0) | call.keyword("device")
+            if const("meta") in kinds or any(isinstance(v, Special) and v.kind == "meta_device" for v in kinds):
+                frame.default_meta = MetaTag(("default_device", call.node, None, frame.scope.path, frozenset(), None))
+            elif kinds and UNKNOWN not in kinds:
+                frame.default_meta = None
+            return frozenset({const(None)})
+        if tables().is_materialize_function(name) or name.rsplit(".", 1)[-1] in (
+            "_materialize_meta_tensors", "_materialize_distributed_module"
+        ):
+            self._event("materialize", call, values=call.positional(0), how=name.rsplit(".", 1)[-1])
+            return frozenset({const(None)})
+        if name in _FSDP_CLASSES or name.endswith(".FullyShardedDataParallel"):
+            self._event("materialize", call, values=call.positional(0) | call.keyword("module"), how="fsdp")
+            return JUST_UNKNOWN
+        if name.startswith("lightning") and name.rsplit(".", 1)[-1] == "_unwrap_objects":
+            found = set()
+            for value in call.positional(0):
+                if isinstance(value, Wrapped):
+                    found.update(self.read(("setup_module", value.site)))
+                else:
+                    found.add(value)
+            return frozenset(found) or JUST_UNKNOWN
+        short = name.rsplit(".", 1)[-1]
+        if name.startswith("lightning") and tables().strategy(short) is not None and short[:1].isupper():
+            return frozenset({StrategyObject(short)})
+        if name.startswith("torch.nn.") and short[:1].isupper():
+            meta = frame.meta or frame.default_meta
+            made = Instance(Lib(name), self._meta_for(meta, call) if meta is not None else None)
+            if meta is not None:
+                self._event("meta_build", call, values=frozenset({made}))
+            return frozenset({made})
+        if name.startswith("torchmetrics") and short[:1].isupper():
+            return frozenset({Instance(Lib(name))})
+        if name.startswith("builtins."):
+            return self._builtin_call(short, call)
+        return JUST_UNKNOWN
+
+    def _builtin_call(self, name: str, call: "_Call") -> frozenset:
+        frame = call.frame
+        if name == "super":
+            scope = frame.scope
+            while scope is not None and scope.class_scope is None and scope.kind == ir.LAMBDA:
+                scope = scope.parent
+            if scope is None or scope.class_scope is None:
+                return JUST_UNKNOWN
+            cls = class_key(scope.class_scope)
+            receivers = call.positional(1) if len(call.args) >= 2 else frame.self_values
+            return frozenset(Super(cls, receiver) for receiver in receivers)
+        if name == "getattr":
+            names = call.positional(1)
+            found = set()
+            for attribute in names:
+                if isinstance(attribute, Const) and attribute.kind == "str":
+                    found.update(self.attribute(call.positional(0), attribute.value, None, frame))
+                else:
+                    found.add(UNKNOWN)
+            if len(call.args) >= 3:
+                found.update(call.positional(2))
+            return frozenset(found)
+        if name == "setattr":
+            for attribute in call.positional(1):
+                if isinstance(attribute, Const) and attribute.kind == "str":
+                    self.store_attribute(call.positional(0), attribute.value, call.positional(2))
+            return frozenset({const(None)})
+        if name == "dict":
+            site = call.node
+            container = Container(site, frame.scope.path)
+            for key, values in call.kwargs:
+                if key is not None:
+                    self._store_element(container, frozenset({const(key)}), values)
+            for values in (call.positional(0),) if call.args else ():
+                for value in values:
+                    if isinstance(value, Container):
+                        self.write(("element", site, ANY_KEY), self.read(("elements", value.site)))
+                        self.write(("elements", site), self.read(("elements", value.site)))
+            return frozenset({container})
+        if name in ("list", "tuple", "set", "sorted", "reversed", "iter", "filter"):
+            site = call.node
+            values = self.iter_values(call.positional(0 if name != "filter" else 1)) if call.args else NOTHING
+            self.write(("element", site, ANY_KEY), values)
+            self.write(("elements", site), values)
+            return frozenset({Container(site, frame.scope.path)})
+        if name == "next":
+            return self.iter_values(call.positional(0))
+        if name == "enumerate":
+            self.write(("iterable", call.node, 0), call.positional(0))
+            return frozenset({Special("enumerate", call.node, frame.scope.path)})
+        if name == "zip":
+            plain = [values for starred, values in call.args if not starred]
+            self.write(("arity", call.node), frozenset({const(len(plain))}))
+            for index, values in enumerate(plain):
+                self.write(("iterable", call.node, index), values)
+            return frozenset({Special("zip", call.node, frame.scope.path)})
+        return JUST_UNKNOWN
+
+    def _special_call(self, special: Special, call: "_Call") -> frozenset:
+        kind = special.kind
+        if kind == "fabric_method":
+            return self._fabric_call(special.receiver, special.extra, call)
+        if kind == "mark":
+            self._mark(special.receiver, call)
+            return frozenset({const(None)})
+        if kind == "returns_receiver":
+            return frozenset({special.receiver})
+        if kind == "container_method":
+            return self._container_call(special.receiver, special.extra, call)
+        return JUST_UNKNOWN
+
+    def _fabric_call(self, fabric: FabricValue, method: str, call: "_Call") -> frozenset:
+        frame = call.frame
+        if method in ("setup", "setup_module"):
+            site = call.node
+            modules = call.positional(0) | call.keyword("module")
+            if not call.args and not call.keyword("module"):
+                modules = JUST_UNKNOWN
+            self.write(("setup_module", site), modules)
+            self.write(("setup_fabric", site), frozenset({fabric}))
+            self._event("setup", call, values=modules, fabric=fabric)
+            wrapped = Wrapped(site, frame.scope.path)
+            if method == "setup_module":
+                return frozenset({wrapped})
+            optimizers = [values for starred, values in call.args[1:]]
+            open_ = any(starred for starred, _ in call.args[1:])
+            extra = len([k for k, _ in call.kwargs if k == "scheduler"])
+            if not optimizers and not open_ and not extra:
+                return frozenset({wrapped})
+            site = (site, "returned")  # (model, *optimizers[, scheduler])
+            self.write(("element", site, const(0)), frozenset({wrapped}))
+            for index in range(1, len(optimizers) + extra + 1):
+                self.write(("element", site, const(index) if not open_ else ANY_KEY), JUST_UNKNOWN)
+            self.write(("elements", site), frozenset({wrapped, UNKNOWN}))
+            return frozenset({Container(site, frame.scope.path)})
+        if method == "init_module":
+            self.write(("init_kw", call.node), call.keyword("empty_init") or frozenset({const(None)}))
+            if call.args:
+                self.write(("init_kw", call.node), call.positional(0))
+            return frozenset({Special("init_module", fabric, call.node)})
+        if method == "launch":
+            functions = call.positional(0) | call.keyword("function")
+            if not functions:
+                return JUST_UNKNOWN
+            inner = _Call(call.node, call.func_expr, [(False, frozenset({fabric}))] + call.args[1:], call.kwargs, frame)
+            result = NOTHING
+            for function in sorted(functions, key=_sort_key):
+                result = result | self.call_value(function, inner)
+            return result
+        return JUST_UNKNOWN
+
+    def _container_call(self, container: Container, method: str, call: "_Call") -> frozenset:
+        site = container.site
+        if method in ("append", "add", "insert"):
+            values = call.positional(1 if method == "insert" else 0)
+            self.write(("element", site, ANY_KEY), values)
+            self.write(("elements", site), values)
+            return frozenset({const(None)})
+        if method == "extend":
+            values = self.iter_values(call.positional(0))
+            self.write(("element", site, ANY_KEY), values)
+            self.write(("elements", site), values)
+            return frozenset({const(None)})
+        if method == "update":
+            for name, values in call.kwargs:
+                if name is not None:
+                    self._store_element(container, frozenset({const(name)}), values)
+            for value in call.positional(0):
+                if isinstance(value, Container):
+                    self.write(("element", site, ANY_KEY), self.read(("elements", value.site)))
+                    self.write(("elements", site), self.read(("elements", value.site)))
+            return frozenset({const(None)})
+        if method in ("get", "pop", "setdefault"):
+            keys = call.positional(0)
+            found = set(self.subscript(frozenset({container}), keys))
+            if method == "setdefault" and len(call.args) > 1:
+                self._store_element(container, keys, call.positional(1))
+            if len(call.args) > 1:
+                found.update(call.positional(1))
+            return frozenset(found)
+        if method == "items":
+            return frozenset({Special("items", container, container.path)})
+        if method in ("values", "copy"):
+            return frozenset({container})
+        return JUST_UNKNOWN
+
+    def _mark(self, wrapped: Wrapped, call: "_Call") -> None:
+        frame = call.frame
+        arguments = call.positional(0) | call.keyword("method")
+        names = set()
+        unknown = False
+        for value in arguments:
+            if isinstance(value, Const) and value.kind == "str":
+                names.add(value.value)
+            elif isinstance(value, WrappedMethod):
+                names.add(value.name)
+            elif isinstance(value, Bound) and not value.function.external:
+                names.add(value.function.scope.name)
+            elif isinstance(value, Function) and not value.external:
+                names.add(value.scope.name)
+            else:
+                unknown = True
+        argument_node = None
+        node = call.node
+        if isinstance(node, ast.Call):
+            argument_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "method"), None)
+        self._event("mark", call, wrapped=wrapped, arguments=arguments, names=frozenset(names), unknown=unknown,
+                    argument=argument_node)
+        frame.marked = frame.marked | frozenset((wrapped, name) for name in names)
+
+    # -- strategies ---------------------------------------------------------------------------------------------
+    def _record_fabric_arguments(self, call: "_Call") -> None:
+        site = call.node
+        self.write(("fabric_call", site), frozenset({Special("fabric_call", None, call.frame.scope.path)}))
+        for name, values in call.kwargs:
+            self.write(("fabric_kw", site, name if name is not None else "**"), values or frozenset({UNKNOWN}))
+
+    def strategy(self, fabric: FabricValue) -> Strategy:
+        """The strategy of a Fabric object, from the arguments its constructor got (after the solve)."""
+        if fabric.site is None:
+            return Strategy(UNKNOWN_STRATEGY, fabric.origin or "a Fabric passed in", None)
+        cached = self._strategies.get(id(fabric.site))
+        if cached is None:
+            cached = self._strategy_from(fabric.site, fabric.path)
+            self._strategies[id(fabric.site)] = cached
+        return cached
+
+    def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
+        keywords: dict[str, frozenset] = {}
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                name = keyword.arg if keyword.arg is not None else "**"
+                keywords[name] = self.peek(("fabric_kw", node, name))
+        if "**" in keywords:
+            return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+        texts = {}
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg:
+                    texts[keyword.arg] = self.program.segment(path, keyword.value)
+        strategy_values = keywords.get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN
+        alternatives: list[Strategy] = []
+        for value in sorted(strategy_values, key=_sort_key):
+            alternatives.append(self._one_strategy(value, keywords, texts, node))
+        if len(alternatives) == 1:
+            return alternatives[0]
+        kinds = {a.kind for a in alternatives}
+        materializes = {a.materializes for a in alternatives}
+        merged_materializes = materializes.pop() if len(materializes) == 1 else None
+        described = f"strategy={texts.get('strategy', '...')}"
+        if kinds == {WRAPPING}:
+            return Strategy(WRAPPING, described, merged_materializes)
+        if kinds == {SINGLE}:
+            return Strategy(SINGLE, described, merged_materializes)
+        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes)
+
+    def empty_init(self, init_call: ast.AST | None):
+        """True, False or "maybe": what `init_module(empty_init=...)` was given (after the solve)."""
+        values = self.peek(("init_kw", init_call)) if init_call is not None else NOTHING
+        if not values or values <= {const(False), const(None)}:
+            return False
+        if values == {const(True)}:
+            return True
+        return "maybe"
+
+    def _one_strategy(self, value, keywords: dict, texts: dict, node) -> Strategy:
+        strategy_text = texts.get("strategy")
+        described = f"strategy={strategy_text}" if strategy_text else ""
+        named = None
+        if isinstance(value, Const) and value.kind == "str":
+            named = value.value
+        elif isinstance(value, StrategyObject):
+            named = value.name
+        else:
+            return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time (strategy={strategy_text or '...'})", None)
+        materializes = any(named.startswith(prefix) for prefix in _MATERIALIZING)
+        if named != "auto":
+            wraps = tables().strategy_wraps(named)
+            if wraps is True:
+                return Strategy(WRAPPING, described, materializes)
+            if wraps is False:
+                return Strategy(SINGLE, described, materializes)
+            return Strategy(UNKNOWN_STRATEGY, described or f"strategy {named!r}", None)
+        devices = keywords.get("devices")
+        accelerator = keywords.get("accelerator")
+        nodes = keywords.get("num_nodes")
+        node_counts = {_int_of(v) for v in nodes} if nodes else {1}
+        if None in node_counts:
+            return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes', '...')} chosen at run time", None)
+        if max(node_counts) > 1:
+            if min(node_counts) > 1:
+                return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False)
+            return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes')}", False)
+        counts = self._device_counts(devices, accelerator, node, texts)
+        if counts is None or None in counts:
+            described = f"devices={texts['devices']}" if "devices" in texts else "devices chosen by the machine (devices=\"auto\")"
+            return Strategy(UNKNOWN_STRATEGY, described, None)
+        if min(counts) > 1:
+            return Strategy(WRAPPING, f"devices={texts.get('devices')}", False)
+        if max(counts) > 1:
+            return Strategy(UNKNOWN_STRATEGY, f"devices={texts.get('devices')} chosen at run time", False)
+        shown = ", ".join(f"{k}={texts[k]}" for k in ("accelerator", "devices", "strategy") if k in texts) or "Fabric()"
+        return Strategy(SINGLE, shown, False)
+
+    def _device_counts(self, devices, accelerator, node, texts) -> set | None:
+        cpu = accelerator is not None and accelerator == frozenset({const("cpu")})
+        if devices is None:
+            return {1} if cpu else None
+        literal = None
+        if isinstance(node, ast.Call):
+            literal = next((k.value for k in node.keywords if k.arg == "devices"), None)
+        if isinstance(literal, (ast.List, ast.Tuple)):
+            return {len(literal.elts)}
+        counts = set()
+        for value in devices:
+            if isinstance(value, Const):
+                raw = value.value
+                if raw in ("auto", -1, "-1"):
+                    counts.add(1 if cpu else None)
+                elif isinstance(raw, bool):
+                    counts.add(None)
+                elif isinstance(raw, int):
+                    counts.add(raw)
+                elif isinstance(raw, str):
+                    parts = [part for part in raw.split(",") if part.strip()]
+                    if len(parts) > 1 or raw.strip().endswith(","):
+                        counts.add(len(parts))
+                    else:
+                        try:
+                            counts.add(int(raw))
+                        except ValueError:
+                            counts.add(None)
+                else:
+                    counts.add(None)
+            else:
+                counts.add(None)
+        return counts or None
+
+    # -- events ----------------------------------------------------------------------------------------------------
+    def _event(self, kind: str, call: "_Call", **data) -> None:
+        self._event_at(kind, call.node, call.frame, **data)
+
+    def _event_at(self, kind: str, node, frame: _Frame, **data) -> None:
+        if frame.scope is self.current:  # not for calls made while reading a property after the solve
+            self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
+
+
+class _Call:
+    __slots__ = ("node", "func_expr", "args", "kwargs", "frame")
+
+    def __init__(self, node, func_expr, args, kwargs, frame) -> None:
+        self.node = node
+        self.func_expr = func_expr
+        self.args = args  # [(starred, values)]
+        self.kwargs = kwargs  # [(name | None, values)]
+        self.frame = frame
+
+    def positional(self, index: int) -> frozenset:
+        if index < len(self.args):
+            starred, values = self.args[index]
+            if not starred:
+                return values
+            return JUST_UNKNOWN
+        if any(starred for starred, _ in self.args[:index]):
+            return JUST_UNKNOWN
+        return NOTHING
+
+    def keyword(self, name: str) -> frozenset:
+        found = NOTHING
+        for key, values in self.kwargs:
+            if key == name:
+                found = found | values
+        return found
+
+
+_FABRIC_API = frozenset((
+    "setup", "setup_module", "setup_optimizers", "setup_dataloaders", "init_module", "init_tensor", "launch",
+    "backward", "clip_gradients", "autocast", "to_device", "print", "barrier", "broadcast", "gather", "all_gather",
+    "all_reduce", "save", "load", "load_raw", "no_backward_sync", "sharded_model", "rank_zero_first", "log",
+    "log_dict", "call", "seed_everything", "strategy", "accelerator", "device", "global_rank", "local_rank",
+    "node_rank", "world_size", "is_global_zero", "loggers", "logger", "_strategy", "_connector", "_precision",
+    "run", "_run_impl", "_wrap_and_launch", "_prepare_run_method",
+))
+
+
+def library_defines(qualified: str, name: str) -> bool:
+    """Does a library base class define `name` (so the MRO search stops there)?"""
+    if qualified in FABRIC_CLASS_NAMES:
+        return name in _FABRIC_API or name.startswith("__")
+    if qualified.startswith("torch.nn.") or qualified.startswith("torchmetrics"):
+        facts = library_module_facts(normalize_torch_name(qualified))
+        attributes = facts.attributes if facts is not None else nn_module_attributes()
+        return name in attributes or name.startswith("__")
+    return name.startswith("__") or qualified.startswith("builtins.")
+
+
+def _keyword_names(site) -> list[str]:
+    if isinstance(site, ast.Call):
+        return [k.arg for k in site.keywords if k.arg]
+    return []
+
+
+def _compiled(value):
+    if isinstance(value, Instance):
+        return value._replace(compiled=True)
+    return value
+
+
+def _int_of(value) -> int | None:
+    if isinstance(value, Const) and value.kind == "int":
+        return value.value
+    return None
+
+
+def _annotated_names(scope: ir.Scope) -> list[str]:
+    node = scope.node
+    names = []
+    for statement in getattr(node, "body", []):
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            names.append(statement.target.id)
+    return names
+
+
+def _sort_key(value) -> tuple:
+    """A total order on values that is the same in every process (no hashes, no ids)."""
+    return (value[-1] if isinstance(value, tuple) and value and isinstance(value[-1], str) else "", _describe(value))
+
+
+def _describe(value) -> str:
+    """A text for a value that is the same in every process: no object ids, no hashes."""
+    if isinstance(value, ast.AST):
+        return f"<{type(value).__name__}@{getattr(value, 'lineno', 0)}:{getattr(value, 'col_offset', 0)}>"
+    if isinstance(value, Const):
+        return repr(value.value)
+    if isinstance(value, (Class, Module, Lib)):
+        return repr(tuple(value))
+    if isinstance(value, Function):
+        scope = value.scope
+        if isinstance(scope, tuple):  # external: (path, qualname, node)
+            return f"{scope[0]}:{scope[1]}"
+        return f"{scope.path}:{scope.qualname}:{scope.line}"
+    if isinstance(value, (Wrapped, Container, Partial)):
+        return f"{value.path}:{_describe(value.site)}"
+    if isinstance(value, FabricValue):
+        return f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
+    if isinstance(value, Instance):
+        meta = value.meta
+        where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
+        return f"{_describe(value.cls)}:{where}:{value.compiled}"
+    if isinstance(value, Bound):
+        return f"{_describe(value.function)}@{_describe(value.receiver)}"
+    if isinstance(value, WrappedMethod):
+        return f"{_describe(value.wrapped)}.{value.name}"
+    if isinstance(value, Tuple):
+        return "(" + ",".join("|".join(sorted(_describe(v) for v in element)) for element in value.elements) + ")"
+    if isinstance(value, Super):
+        return f"super({_describe(value.cls)},{_describe(value.receiver)})"
+    if isinstance(value, Special):
+        receiver = _describe(value.receiver) if value.receiver is not None else ""
+        return f"{value.kind}:{receiver}:{_describe(value.extra)}"[:300]
+    if isinstance(value, frozenset):
+        return "{" + ",".join(sorted(_describe(v) for v in value)) + "}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_describe(v) for v in value) + ")"
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return repr(value)
+    return type(value).__name__
+
+
+sort_key = _sort_key
+describe = _describe
+
+
+_STATEMENTS = {
+    "assign": Solver._s_assign,
+    "aug": Solver._s_aug,
+    "expr": Solver._s_expr,
+    "return": Solver._s_return,
+    "if": Solver._s_if,
+    "for": Solver._s_for,
+    "while": Solver._s_while,
+    "with": Solver._s_with,
+    "try": Solver._s_try,
+    "def": Solver._s_def,
+    "class": Solver._s_class,
+    "import": Solver._s_import,
+    "from": Solver._s_from,
+    "global": Solver._s_global,
+    "nonlocal": Solver._s_global,
+    "match": Solver._s_match,
+}
+
+_EXPRESSIONS = {
+    "const": Solver._e_const,
+    "name": Solver._e_name,
+    "attr": Solver._e_attr,
+    "sub": Solver._e_sub,
+    "call": Solver._e_call,
+    "tuple": Solver._e_tuple,
+    "list": Solver._e_list,
+    "dict": Solver._e_dict,
+    "join": Solver._e_join,
+    "walrus": Solver._e_walrus,
+    "lambda": Solver._e_lambda,
+    "unknown": Solver._e_unknown,
+    "comp": Solver._e_comp,
+}

@@ -1,0 +1,450 @@
+"""One program: the files of a project that take part (see project.py), translated (ir.py) and
+solved (flow.py), plus the library files they reach, read but not interpreted.
+
+`build_program` is what the engine calls. Files are read from the editor's unsaved buffers first,
+then from disk; each file's text, imports and translation are kept between builds while its
+content is the same (by identity for buffers, by size/mtime/ctime/inode on disk), so a rebuild
+after an edit re-reads and re-translates only what changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+
+from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.flow import Solver
+from fabric_lsp.analysis.imports import normalize_torch_name
+from fabric_lsp.analysis.incremental import parse_text
+from fabric_lsp.analysis.project import (
+    MAX_PROGRAM_FILES,
+    OPAQUE_ROOTS,
+    ModuleLocation,
+    Resolver,
+    ScannedImport,
+    is_origin,
+    scan_imports,
+    sys_path_literals,
+)
+from fabric_lsp.analysis.source import SourceFile, parse_file
+from fabric_lsp.analysis.values import Class, Function, Lib, Module
+from fabric_lsp.walk import discover, read_source
+
+log = logging.getLogger("fabric_lsp.analysis")
+
+MAX_EXTERNAL_HOPS = 12  # re-exports followed through library packages
+
+
+@dataclass
+class FileEntry:
+    path: str
+    identity: object  # what says the text is unchanged
+    text: str
+    origin: bool
+    imports: list[ScannedImport]
+    inserted: tuple[str, ...] = ()  # sys.path literals (project.sys_path_literals)
+
+
+_files_lock = threading.Lock()
+_file_entries: dict[str, FileEntry] = {}
+
+
+def _disk_identity(path: str):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+
+
+def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry | None:
+    """Text, origin flag and imports of a project file (None when unreadable or too large)."""
+    text = overlays.get(path)
+    identity = ("buffer", id(text)) if text is not None else ("disk", _disk_identity(path))
+    with _files_lock:
+        known = _file_entries.get(path)
+        if known is not None and (known.identity == identity or (text is not None and known.text == text)):
+            return known
+    if text is None:
+        decoded, _ = read_source(path, max_size)
+        if decoded is None:
+            return None
+        text = decoded.text
+    entry = FileEntry(path, identity, text, is_origin(text), scan_imports(text), sys_path_literals(text))
+    with _files_lock:
+        _file_entries[path] = entry
+    return entry
+
+
+def forget_files() -> None:
+    with _files_lock:
+        _file_entries.clear()
+
+
+@dataclass
+class Program:
+    root: str
+    resolver: Resolver
+    sources: dict[str, SourceFile]  # project files taking part, by path
+    scopes: list[ir.Scope]
+    module_scopes: dict[str, ir.Scope]
+    checked: tuple[str, ...]  # the files the program was built for
+    referenced: frozenset[str]  # every name used in the program's files (loads and attributes)
+    assigned_attributes: frozenset[str]  # every `x.<name> = ...` and setattr(x, "<name>") name
+    notices: list[str] = field(default_factory=list)
+    solver: Solver | None = None
+    _external: dict[str, SourceFile | None] = field(default_factory=dict)
+    _external_static: dict = field(default_factory=dict)
+
+    # -- ProgramView ------------------------------------------------------------------------------
+    def module_scope(self, path: str) -> ir.Scope | None:
+        return self.module_scopes.get(path)
+
+    def resolve_import(self, dotted: str, from_path: str, level: int):
+        if level == 0:
+            top = dotted.split(".")[0]
+            if top in OPAQUE_ROOTS:
+                return Lib(normalize_torch_name(dotted))
+        location = self.resolver.resolve(dotted, from_path, level)
+        return self._module_value(location)
+
+    def _module_value(self, location: ModuleLocation | None):
+        if location is None:
+            return None
+        if not location.external and location.path not in self.module_scopes and location.path.endswith(".py"):
+            # A project file outside the program (not reachable): what it binds is not followed.
+            return Module(location.path, external=True)
+        return Module(location.path, external=location.external)
+
+    def submodule(self, module: Module, name: str):
+        location = ModuleLocation(module.path, module.external, is_package=True)
+        if module.path.endswith(".py") and not module.path.endswith("__init__.py"):
+            return None
+        return self._module_value(self.resolver.submodule(location, name))
+
+    def segment(self, path: str, node: ast.AST) -> str:
+        source = self.sources.get(path) or self._external.get(path)
+        return source.segment(node) if source is not None else ""
+
+    def is_entry(self, scope: ir.Scope) -> bool:
+        """A function (or class) nothing in the program names: called from outside (a CLI, a framework)."""
+        return scope.name not in self.referenced
+
+    def attribute_assigned(self, name: str) -> bool:
+        return name in self.assigned_attributes or "*" in self.assigned_attributes
+
+    # -- files outside the program (libraries, unreachable project files) ------------------------------
+    def external_source(self, path: str) -> SourceFile | None:
+        if path in self.sources:
+            return self.sources[path]
+        if path not in self._external:
+            source = parse_file(path) if path.endswith(".py") else None
+            self._external[path] = source if source is not None and source.tree is not None else None
+        return self._external[path]
+
+    def external_attribute(self, owner, name: str) -> frozenset:
+        """What a module-level name of an external module, or a class-body name of an external class,
+        is, read from the statements that bind it (defs, classes, imports, simple aliases)."""
+        key = (owner, name)
+        if key in self._external_static:
+            return self._external_static[key]
+        self._external_static[key] = frozenset()  # cycle guard
+        found = self._external_lookup(owner, name, 0)
+        self._external_static[key] = found
+        return found
+
+    def _external_lookup(self, owner, name: str, hops: int) -> frozenset:
+        if hops > MAX_EXTERNAL_HOPS:
+            return frozenset()
+        if isinstance(owner, Module):
+            if owner.path.endswith(".py"):
+                source = self.external_source(owner.path)
+                body = source.tree.body if source is not None else []
+            else:
+                body, source = [], None
+            value = self._binding_in(body, name, source, owner.path, None, hops) if source is not None else None
+            if value:
+                return value
+            sub = self.submodule(Module(owner.path, True), name)
+            return frozenset({sub}) if sub is not None else frozenset()
+        if isinstance(owner, Class):
+            node = self.external_class_node(owner)
+            if node is None:
+                return frozenset()
+            source = self.external_source(owner.path)
+            return self._binding_in(node.body, name, source, owner.path, owner, hops) or frozenset()
+        return frozenset()
+
+    def _binding_in(self, body, name: str, source: SourceFile, path: str, cls: Class | None, hops: int):
+        found = None
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
+                qualname = f"{cls.qualname}.{name}" if cls is not None else name
+                found = frozenset({Function((path, qualname, statement), external=True)})
+            elif isinstance(statement, ast.ClassDef) and statement.name == name:
+                qualname = f"{cls.qualname}.{name}" if cls is not None else name
+                found = frozenset({Class(path, qualname, statement.lineno, external=True)})
+            elif isinstance(statement, ast.ImportFrom) and cls is None:
+                for alias in statement.names:
+                    if (alias.asname or alias.name) == name and alias.name != "*":
+                        base = self._import_value(statement.module or "", path, statement.level)
+                        if isinstance(base, Lib):
+                            found = frozenset({Lib(base.qualified + "." + alias.name)})
+                        elif isinstance(base, Module):
+                            found = self._external_lookup(base, alias.name, hops + 1) or frozenset()
+            elif isinstance(statement, ast.Import) and cls is None:
+                for alias in statement.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    if bound == name:
+                        value = self._import_value(alias.name if alias.asname else bound, path, 0)
+                        found = frozenset({value}) if value is not None else None
+            elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                if isinstance(target, ast.Name) and target.id == name:
+                    value = statement.value
+                    if isinstance(value, ast.Name) and value.id != name:
+                        found = self._binding_in(body, value.id, source, path, cls, hops + 1)
+                    else:
+                        found = None
+        return found
+
+    def _import_value(self, dotted: str, from_path: str, level: int):
+        if level == 0 and dotted.split(".")[0] in OPAQUE_ROOTS:
+            return Lib(normalize_torch_name(dotted))
+        location = self.resolver.resolve(dotted, from_path, level)
+        if location is None:
+            return None
+        return Module(location.path, external=True)
+
+    def external_class_node(self, cls: Class) -> ast.ClassDef | None:
+        source = self.external_source(cls.path)
+        if source is None:
+            return None
+        body = source.tree.body
+        node = None
+        for part in cls.qualname.split("."):
+            node = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
+            if node is None:
+                return None
+            body = node.body
+        return node
+
+    def external_bases(self, cls: Class) -> list[frozenset]:
+        node = self.external_class_node(cls)
+        if node is None:
+            return []
+        source = self.external_source(cls.path)
+        found = []
+        for base in node.bases:
+            found.append(self._static_value(base, source, cls.path))
+        return found
+
+    def _static_value(self, expr: ast.AST, source: SourceFile, path: str) -> frozenset:
+        if isinstance(expr, ast.Name):
+            return self.external_attribute(Module(path, True), expr.id)
+        if isinstance(expr, ast.Attribute):
+            found = set()
+            for value in self._static_value(expr.value, source, path):
+                if isinstance(value, Lib):
+                    found.add(Lib(normalize_torch_name(value.qualified + "." + expr.attr)))
+                elif isinstance(value, (Module, Class)):
+                    found.update(self.external_attribute(value, expr.attr))
+            return frozenset(found)
+        return frozenset()
+
+    def external_classmethod_returns_cls(self, function: Function) -> bool:
+        path, _, node = function.scope
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        decorated = any(getattr(d, "id", getattr(d, "attr", "")) == "classmethod" for d in node.decorator_list)
+        if not decorated or not node.args.args:
+            return False
+        first = node.args.args[0].arg
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
+                func = inner.value.func
+                if isinstance(func, ast.Name) and func.id == first:
+                    return True
+        return False
+
+    def class_scope(self, cls: Class) -> ir.Scope | None:
+        return self.solver.classes.get(cls) if self.solver is not None else None
+
+    def source_of(self, path: str) -> SourceFile | None:
+        return self.sources.get(path) or self.external_source(path)
+
+
+def _walk_project(root: str, exclude, max_files: int) -> list[str]:
+    try:
+        files, _ = discover([root], exclude, root)
+    except (OSError, FileNotFoundError):
+        return []
+    return files[:max_files * 4]
+
+
+def build_programs(root: str, checked: list[str], overlays: dict[str, str], library_path,
+                   exclude=(), max_file_size: int = 2 * 1024 * 1024) -> tuple[list[Program], tuple[str, ...]]:
+    """The programs of the project at `root` that the files `checked` take part in: one per group of
+    files connected by imports (files that import nothing of each other's share no value, so each
+    group is solved on its own and gives the same answer whatever else is checked with it). The
+    files `checked` are considered even when the walk would skip them (an explicit argument, an
+    excluded file open in the editor)."""
+    root = os.path.abspath(root)
+    resolver = Resolver(root, library_path)
+    paths = _walk_project(root, exclude, MAX_PROGRAM_FILES)
+    walked = set(paths)
+    for path in checked:
+        if path not in walked:
+            paths.append(path)
+            walked.add(path)
+    entries: dict[str, FileEntry] = {}
+    for path in paths:
+        entry = file_entry(path, overlays, max_file_size)
+        if entry is not None:
+            entries[path] = entry
+            if entry.inserted:
+                resolver.inserted[path] = entry.inserted
+    # The import graph among project files, read from the import lines.
+    imports_of: dict[str, list[str]] = {}
+    importers: dict[str, set[str]] = {}
+    for path in sorted(entries):
+        targets = [t for t in resolver.imported_files(entries[path].imports, path) if t in entries and t != path]
+        imports_of[path] = targets
+        for target in targets:
+            importers.setdefault(target, set()).add(path)
+    members: set[str] = set()
+    pending = sorted(p for p, e in entries.items() if e.origin)
+    while pending:  # the origins and every file that imports one of them, transitively
+        path = pending.pop()
+        if path in members:
+            continue
+        members.add(path)
+        pending.extend(sorted(importers.get(path, ())))
+    pending = sorted(members)
+    while pending:  # and everything those import
+        path = pending.pop()
+        for target in imports_of.get(path, ()):
+            if target not in members:
+                members.add(target)
+                pending.append(target)
+    # Groups of members connected by imports (either way); keep those holding a checked file.
+    group_of: dict[str, int] = {}
+    groups: list[list[str]] = []
+    for start in sorted(members):
+        if start in group_of:
+            continue
+        group_of[start] = len(groups)
+        group = [start]
+        index = 0
+        while index < len(group):
+            path = group[index]
+            index += 1
+            for other in sorted(set(imports_of.get(path, ())) | importers.get(path, set())):
+                if other in members and other not in group_of:
+                    group_of[other] = len(groups)
+                    group.append(other)
+        groups.append(sorted(group))
+    wanted = sorted({group_of[p] for p in checked if p in group_of})
+    programs = []
+    for number in wanted:
+        programs.append(_program(root, resolver, groups[number], entries, imports_of, checked))
+    return programs, tuple(sorted(entries))
+
+
+def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str, FileEntry],
+             imports_of: dict[str, list[str]], checked: list[str]) -> Program:
+    notices: list[str] = []
+    checked_set = set(checked)
+    ordered = group
+    if len(ordered) > MAX_PROGRAM_FILES:
+        notices.append(f"{root}: {len(ordered)} files take part in one program; only the first {MAX_PROGRAM_FILES} are analysed")
+        keep = set(ordered[:MAX_PROGRAM_FILES])
+        keep.update(p for p in checked if p in group)
+        ordered = sorted(keep)
+    sources: dict[str, SourceFile] = {}
+    module_scopes: dict[str, ir.Scope] = {}
+    for path in ordered:
+        entry = entries[path]
+        # The checked files are parsed as the engine's own (analysis.incremental: in-place shifts).
+        source = parse_text(path, entry.text, checked=path in checked_set)
+        if source.tree is None:
+            notices.append(f"{path}: not analysed: {source.syntax_error}")
+            continue
+        scope = ir.translate(source)
+        if scope is None:
+            continue
+        sources[path] = source
+        module_scopes[path] = scope
+    scopes = _ordered_scopes(module_scopes, imports_of)
+    referenced, assigned_attributes = _names_used(sources.values())
+    return Program(root, resolver, sources, scopes, module_scopes, tuple(checked), referenced, assigned_attributes,
+                   notices)
+
+
+def _ordered_scopes(module_scopes: dict[str, ir.Scope], imports_of: dict[str, list[str]]) -> list[ir.Scope]:
+    """Module bodies first, imported modules before their importers (so that names and class bases
+    usually exist before they are used), then class bodies, then functions, each in file order."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+    for start in sorted(module_scopes):
+        stack = [(start, iter(sorted(imports_of.get(start, ()))))]
+        if state.get(start):
+            continue
+        state[start] = 1
+        while stack:
+            path, children = stack[-1]
+            advanced = False
+            for child in children:
+                if child in module_scopes and not state.get(child):
+                    state[child] = 1
+                    stack.append((child, iter(sorted(imports_of.get(child, ())))))
+                    advanced = True
+                    break
+            if not advanced:
+                stack.pop()
+                state[path] = 2
+                order.append(path)
+    modules, classes, functions = [], [], []
+    for path in order:
+        for scope in ir.every_scope(module_scopes[path]):
+            (modules if scope.kind == ir.MODULE else classes if scope.kind == ir.CLASS else functions).append(scope)
+    return modules + classes + functions
+
+
+def _names_used(sources) -> tuple[frozenset[str], frozenset[str]]:
+    referenced: set[str] = set()
+    assigned: set[str] = set()
+    for source in sources:
+        cached = source.__dict__.get("_fabric_lsp_names")
+        if cached is None:
+            names: set[str] = set()
+            attributes: set[str] = set()
+            for node in ast.walk(source.tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    names.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    if isinstance(node.ctx, ast.Load):
+                        names.add(node.attr)
+                    else:
+                        attributes.add(node.attr)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                    if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                        attributes.add(node.args[1].value)
+                    else:
+                        attributes.add("*")
+            cached = source.__dict__["_fabric_lsp_names"] = (frozenset(names), frozenset(attributes))
+        referenced |= cached[0]
+        assigned |= cached[1]
+    return frozenset(referenced), frozenset(assigned)
+
+
+def solve(program: Program) -> Solver:
+    solver = Solver(program, program.scopes)
+    program.solver = solver
+    solver.solve()
+    if solver.bound_hit:
+        program.notices.append(f"{program.root}: {solver.bound_hit}")
+    return solver

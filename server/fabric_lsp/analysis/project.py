@@ -1,0 +1,356 @@
+"""The project as one program: its files, where its imports lead, and which files take part.
+
+A project is the folder of the nearest `pyproject.toml`/`setup.py`/`setup.cfg`/`.git` (see
+engine.project_root_for). Its Python files are found by walking it (the same rules as `check`:
+hidden folders, virtual environments, `build`, `dist`, `node_modules` are skipped). Imports are
+resolved the way Python would resolve them when the project's scripts run: the importing file's
+own folder first (a script's folder is `sys.path[0]`), then the project root, its `src/`, the
+package folders the project's `pyproject.toml`/`setup.cfg` declare, the folders between the file
+and the root, and last the analysis interpreter's `sys.path` (libraries; read, never run).
+Namespace packages (folders without `__init__.py`) work as in Python.
+
+Which files take part: the wrapped model, the Fabric and the meta-device model all start in a file
+that names Fabric (or FullyShardedDataParallel), so the program is those files, every project file
+that imports one of them (directly or through others), and everything all of these import. A file
+outside that set cannot be reached by the values the rules follow; it is not parsed at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+from fabric_lsp.analysis.imports import LIBRARY_ROOTS
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+# A file that can start a value the rules follow names one of these.
+ORIGIN_WORDS = ("fabric", "Fabric", "FullyShardedDataParallel", "LightningLite")
+
+# Libraries whose names resolve from tables (never read), and the standard library (opaque).
+OPAQUE_ROOTS = frozenset(LIBRARY_ROOTS) | frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "functools"}
+
+MAX_PROGRAM_FILES = 5000  # files of one program parsed and analysed; more: the rest is left out (notice)
+
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)[ \t]*(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+(?P<plain>[^\n#;]+))",
+    re.M,
+)
+
+
+_SYS_PATH_LITERAL = re.compile(r"""sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*(?:r|u)?(["'])([^"'\n]{1,300})\1\s*\)""")
+
+
+def sys_path_literals(text: str) -> tuple[str, ...]:
+    """Folders a script puts on sys.path by a literal: `sys.path.insert(0, "src")`."""
+    if "sys.path" not in text:
+        return ()
+    return tuple(dict.fromkeys(match.group(2) for match in _SYS_PATH_LITERAL.finditer(text)))
+
+
+@dataclass(frozen=True)
+class ScannedImport:
+    module: str  # dotted, may be "" for `from . import x`
+    level: int
+    names: tuple[str, ...]  # imported names of a from-import ("*" included); () for `import x`
+
+
+def is_origin(text: str) -> bool:
+    return any(word in text for word in ORIGIN_WORDS)
+
+
+def scan_imports(text: str) -> list[ScannedImport]:
+    """The imports of a file read from its text, without parsing it: enough to know which files a
+    file may import (a line inside a string may count too; an extra file is harmless)."""
+    if "import" not in text:
+        return []
+    found: list[ScannedImport] = []
+    for match in _IMPORT_LINE.finditer(text):
+        if match.group("plain") is not None:
+            for part in match.group("plain").replace("\\", " ").split(","):
+                dotted = part.strip().split(" as ")[0].strip()
+                if dotted and all(piece.isidentifier() for piece in dotted.split(".")):
+                    found.append(ScannedImport(dotted, 0, ()))
+            continue
+        module = match.group("module") or ""
+        level = len(match.group("dots") or "")
+        if module and not all(piece.isidentifier() for piece in module.split(".")):
+            continue
+        names_text = match.group("names").strip().strip("()").replace("\\", " ")
+        names = tuple(
+            name.strip().split(" as ")[0].strip()
+            for name in names_text.replace("\n", ",").split(",")
+            if name.strip()
+        )
+        found.append(ScannedImport(module, level, tuple(n for n in names if n == "*" or n.isidentifier())))
+    return found
+
+
+def declared_package_roots(root: str) -> list[str]:
+    """Folders the project's packaging metadata puts packages in (`src` layouts and the like)."""
+    found: list[str] = []
+
+    def add(relative: object) -> None:
+        if isinstance(relative, str) and relative.strip() not in ("", "."):
+            path = os.path.normpath(os.path.join(root, relative.strip()))
+            if path.startswith(root + os.sep) and os.path.isdir(path) and path not in found:
+                found.append(path)
+
+    pyproject = os.path.join(root, "pyproject.toml")
+    try:
+        with open(pyproject, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, ValueError, RecursionError):
+        data = {}
+    tool = data.get("tool") if isinstance(data, dict) else None
+    tool = tool if isinstance(tool, dict) else {}
+    setuptools = tool.get("setuptools") if isinstance(tool.get("setuptools"), dict) else {}
+    packages = setuptools.get("packages")
+    if isinstance(packages, dict) and isinstance(packages.get("find"), dict):
+        where = packages["find"].get("where")
+        for item in where if isinstance(where, list) else [where]:
+            add(item)
+    package_dir = setuptools.get("package-dir")
+    if isinstance(package_dir, dict):
+        for value in package_dir.values():
+            add(value)
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    for entry in poetry.get("packages", []) if isinstance(poetry.get("packages"), list) else []:
+        if isinstance(entry, dict):
+            add(entry.get("from"))
+    hatch = tool.get("hatch") if isinstance(tool.get("hatch"), dict) else {}
+    wheel = ((hatch.get("build") or {}).get("targets") or {}).get("wheel") if isinstance(hatch.get("build"), dict) else None
+    if isinstance(wheel, dict) and isinstance(wheel.get("packages"), list):
+        for item in wheel["packages"]:
+            if isinstance(item, str):
+                add(os.path.dirname(item.rstrip("/")))
+    setup_cfg = os.path.join(root, "setup.cfg")
+    try:
+        with open(setup_cfg, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(200_000)
+    except OSError:
+        text = ""
+    for match in re.finditer(r"^\s*(?:package_dir\s*=\s*(?:\n\s*)?=\s*|where\s*=\s*)(\S+)", text, re.M):
+        add(match.group(1))
+    if os.path.isdir(os.path.join(root, "src")):
+        add("src")
+    return found
+
+
+@dataclass
+class ModuleLocation:
+    path: str  # a .py file (for a package: its __init__.py) or a namespace package folder
+    external: bool  # outside the project: read for its classes, never interpreted
+    is_package: bool = False
+
+
+@dataclass
+class Resolver:
+    """Where `import a.b` leads from a given file. Answers are cached for the resolver's lifetime
+    (one program build): the file system is read once per question."""
+
+    root: str
+    library_path_of: object  # () -> the analysis interpreter's sys.path, asked only when needed
+    package_roots: list[str] = field(default_factory=list)
+    inserted: dict = field(default_factory=dict)  # file -> folders it adds to sys.path by a literal
+    _cache: dict = field(default_factory=dict)
+    _listings: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root = os.path.abspath(self.root)
+        self.package_roots = declared_package_roots(self.root)
+        self._library_path: tuple[str, ...] | None = None
+
+    @property
+    def library_path(self) -> tuple[str, ...]:
+        if self._library_path is None:
+            found = self.library_path_of() if callable(self.library_path_of) else self.library_path_of
+            self._library_path = tuple(found or ())
+        return self._library_path
+
+    def in_project(self, path: str) -> bool:
+        path = os.path.abspath(path)
+        if not (path + os.sep).startswith(self.root + os.sep):
+            return False
+        relative = os.path.relpath(path, self.root).split(os.sep)
+        return not any(part in ("site-packages", "dist-packages") or part.startswith(".") for part in relative[:-1])
+
+    def search_path(self, from_path: str, libraries: bool = True) -> list[str]:
+        """Where an absolute import from `from_path` is looked for: the file's folder (a script's
+        sys.path[0]), folders the file inserts into sys.path, the project root and its declared
+        package folders, the folders between the file and the root and a `src/` in each of them,
+        then the interpreter's sys.path."""
+        folder = os.path.dirname(os.path.abspath(from_path))
+        paths = [folder]
+        for literal in self.inserted.get(from_path, ()):
+            for base in (folder, self.root):
+                candidate = os.path.normpath(os.path.join(base, literal))
+                if os.path.isdir(candidate):
+                    paths.append(candidate)
+        if self.in_project(from_path) or folder == self.root:
+            paths.append(self.root)
+            paths.extend(self.package_roots)
+            parent = folder
+            chain = [folder]
+            while (parent + os.sep).startswith(self.root + os.sep) and parent != self.root:
+                parent = os.path.dirname(parent)
+                chain.append(parent)
+            paths.extend(chain[1:])
+            for ancestor in chain:
+                if "src" in self._names(ancestor):
+                    candidate = os.path.join(ancestor, "src")
+                    if os.path.isdir(candidate):
+                        paths.append(candidate)
+        if libraries:
+            paths.extend(self.library_path)
+        return list(dict.fromkeys(paths))
+
+    def _names(self, folder: str) -> frozenset[str]:
+        names = self._listings.get(folder)
+        if names is None:
+            try:
+                names = frozenset(os.listdir(folder))
+            except OSError:
+                names = frozenset()
+            self._listings[folder] = names
+        return names
+
+    def _find_in(self, folder: str, part: str) -> tuple[str | None, str | None]:
+        """(regular module or package, namespace folder) named `part` in `folder`."""
+        names = self._names(folder)
+        if part in names:
+            package = os.path.join(folder, part)
+            if os.path.isdir(package):
+                init = os.path.join(package, "__init__.py")
+                if "__init__.py" in self._names(package):
+                    return init, None
+                module_file = part + ".py"
+                if module_file in names:
+                    return os.path.join(folder, module_file), None
+                return None, package
+        if part + ".py" in names:
+            return os.path.join(folder, part + ".py"), None
+        return None, None
+
+    def resolve(self, dotted: str, from_path: str, level: int = 0) -> ModuleLocation | None:
+        """The module `dotted` names, imported from `from_path` (relative when level > 0)."""
+        key = (dotted, os.path.dirname(from_path) if level or from_path not in self.inserted else from_path, level)
+        if key in self._cache:
+            return self._cache[key]
+        found = self._resolve(dotted, from_path, level)
+        self._cache[key] = found
+        return found
+
+    def _resolve(self, dotted: str, from_path: str, level: int) -> ModuleLocation | None:
+        parts = [part for part in dotted.split(".") if part]
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            if not parts:
+                init = os.path.join(base, "__init__.py")
+                path = init if os.path.isfile(init) else base
+                return ModuleLocation(path, not self.in_project(path), True)
+            return self._descend([base], parts)
+        if not parts or parts[0] in OPAQUE_ROOTS:
+            return None
+        # The project's own folders first; the interpreter's sys.path is read only when they do not
+        # have the module (a file that imports nothing outside the project never asks for it).
+        found = self._descend(self.search_path(from_path, libraries=False), parts)
+        if found is not None and not found.external:
+            return found
+        return self._descend(self.search_path(from_path), parts)
+
+    def _descend(self, folders: list[str], parts: list[str]) -> ModuleLocation | None:
+        namespace: list[str] = []
+        location: str | None = None
+        for folder in folders:
+            regular, portion = self._find_in(folder, parts[0])
+            if regular is not None:
+                location = regular
+                break
+            if portion is not None:
+                namespace.append(portion)
+        if location is None and not namespace:
+            return None
+        for part in parts[1:]:
+            if location is not None:
+                if not location.endswith("__init__.py"):
+                    return None  # `a.b` where a is a plain module: an attribute, not a module
+                candidates = [os.path.dirname(location)]
+            else:
+                candidates = namespace
+            namespace = []
+            location = None
+            for folder in candidates:
+                regular, portion = self._find_in(folder, part)
+                if regular is not None:
+                    location = regular
+                    break
+                if portion is not None:
+                    namespace.append(portion)
+            if location is None and not namespace:
+                return None
+        path = location if location is not None else namespace[0]
+        is_package = location is None or location.endswith("__init__.py")
+        return ModuleLocation(path, not self.in_project(path), is_package)
+
+    def resolve_in_project(self, dotted: str, from_path: str, level: int = 0) -> ModuleLocation | None:
+        """Like resolve, but only among the project's folders (for the import graph between its files)."""
+        if level:
+            return self.resolve(dotted, from_path, level)
+        parts = [part for part in dotted.split(".") if part]
+        if not parts or parts[0] in OPAQUE_ROOTS:
+            return None
+        key = ("project", dotted, from_path)
+        if key not in self._cache:
+            self._cache[key] = self._descend(self.search_path(from_path, libraries=False), parts)
+        return self._cache[key]
+
+    def submodule(self, package: ModuleLocation, name: str) -> ModuleLocation | None:
+        """`package.name` when it is a module of the package (a file or folder beside __init__.py)."""
+        if not package.is_package:
+            return None
+        folder = os.path.dirname(package.path) if package.path.endswith("__init__.py") else package.path
+        regular, portion = self._find_in(folder, name)
+        if regular is None and portion is None:
+            return None
+        path = regular or portion
+        return ModuleLocation(path, not self.in_project(path), regular is None or regular.endswith("__init__.py"))
+
+    def imported_files(self, imports: list[ScannedImport], from_path: str) -> list[str]:
+        """Project files an import list executes (modules, their packages' __init__.py, submodules)."""
+        found: list[str] = []
+        for item in imports:
+            location = self.resolve_in_project(item.module, from_path, item.level)
+            chain = []
+            if location is not None:
+                chain.append(location)
+                for name in item.names:
+                    if name != "*":
+                        sub = self.submodule(location, name)
+                        if sub is not None:
+                            chain.append(sub)
+            if item.level == 0 and item.module:
+                parts = item.module.split(".")
+                for end in range(1, len(parts)):
+                    parent = self.resolve_in_project(".".join(parts[:end]), from_path, 0)
+                    if parent is not None:
+                        chain.append(parent)
+            for entry in chain:
+                if not entry.external and entry.path.endswith(".py"):
+                    found.append(entry.path)
+        return found
+
+    def module_names(self, path: str) -> tuple[str, ...]:
+        """The names other files use to import `path` (its stem, or its package folder's name)."""
+        name = os.path.basename(path)
+        if name == "__init__.py":
+            return (os.path.basename(os.path.dirname(path)),)
+        return (name[:-3],) if name.endswith(".py") else (name,)

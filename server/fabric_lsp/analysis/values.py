@@ -1,0 +1,173 @@
+"""The abstract values the value-flow analysis follows (`flow.py`).
+
+Values are small hashable tuples. A variable, a parameter or an attribute holds a frozenset of
+them; UNKNOWN in a set means "and possibly something we cannot see". Sites are AST nodes (compared
+by identity): a setup call, a Fabric(...) call, a list display; `path` says which file they are in.
+Each kind ends with a tag field `t`, so that two kinds with equal fields never compare equal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Unknown(NamedTuple):
+    tag: str = "unknown"
+
+
+UNKNOWN = Unknown()
+NOTHING: frozenset = frozenset()
+JUST_UNKNOWN = frozenset({UNKNOWN})
+
+
+class Const(NamedTuple):
+    kind: str  # type name: True == 1 as tuples, so the type is part of the value
+    value: object
+    t: str = "const"
+
+
+def const(value: object) -> Const:
+    return Const(type(value).__name__, value)
+
+
+class Lib(NamedTuple):
+    """A name inside a library we answer for from tables (torch, lightning, torchmetrics, functools, builtins)."""
+
+    qualified: str
+    t: str = "lib"
+
+
+class Module(NamedTuple):
+    """A module of the project, or one outside it that is read but not interpreted (external)."""
+
+    path: str  # the .py file, or the folder of a namespace package
+    external: bool = False
+    t: str = "module"
+
+
+class Class(NamedTuple):
+    """A class statement: the key of its Scope in the program (`flow.ClassTable`)."""
+
+    path: str
+    qualname: str
+    line: int
+    external: bool = False
+    t: str = "class"
+
+
+class Function(NamedTuple):
+    """A function of the project (interpreted), by its Scope; or an external one (not interpreted)."""
+
+    scope: object  # ir.Scope, or for external functions (path, qualname)
+    external: bool = False
+    t: str = "function"
+
+
+class Bound(NamedTuple):
+    """A function bound to a receiver (a method of an instance; a classmethod of its class)."""
+
+    function: Function
+    receiver: object  # one value
+    t: str = "bound"
+
+
+class Instance(NamedTuple):
+    """An instance of a class (Class or a Lib class). `meta`: created on the meta device, as
+    (context value, constructor call node, path) — see `flow.py`; `compiled`: torch.compile'd."""
+
+    cls: object  # Class | Lib
+    meta: object = None
+    compiled: bool = False
+    t: str = "instance"
+
+
+class Strategy(NamedTuple):
+    kind: str  # WRAPPING | SINGLE | UNKNOWN_STRATEGY
+    description: str  # 'strategy="ddp"', 'devices=2', 'a strategy chosen at run time (strategy=args.strategy)'
+    materializes: object  # True / False / None (unknown): does setup materialize meta tensors (FSDP, ModelParallel)
+    t: str = "strategy"
+
+
+WRAPPING = "wrapping"
+SINGLE = "single"
+UNKNOWN_STRATEGY = "unknown"
+
+
+class FabricValue(NamedTuple):
+    """A Fabric object: the call that made it (None: passed in from outside, described by `origin`)
+    and its class when it is an instance of a project subclass of Fabric. Its strategy is derived
+    after the analysis from the arguments recorded for the site (they may still grow during it)."""
+
+    site: object
+    path: str | None
+    cls: object = None
+    origin: str | None = None
+    t: str = "fabricvalue"
+
+
+class Wrapped(NamedTuple):
+    """What `fabric.setup(model)` returned at `site` (the call node). What it wraps and under which
+    Fabric are in the solver's tables, keyed by the site."""
+
+    site: object
+    path: str
+    t: str = "wrapped"
+
+
+class WrappedMethod(NamedTuple):
+    """`wrapped.name`: on a wrapped module, a method of the original module handed out by the wrapper."""
+
+    wrapped: Wrapped
+    name: str
+    t: str = "wrappedmethod"
+
+
+class Special(NamedTuple):
+    """A library callable bound to a receiver: `fabric.setup`, `wrapped.mark_forward_method`,
+    `model.eval`; or a value with library semantics: `torch.device("meta")`, `fabric.init_module(...)`."""
+
+    kind: str
+    receiver: object = None
+    extra: object = None
+    t: str = "special"
+
+
+class Container(NamedTuple):
+    """A tuple, list or dict display (or comprehension, or `*args`/`**kwargs`, or what
+    `fabric.setup(model, optimizer)` returns) at `site`: its elements are in the solver's tables."""
+
+    site: object
+    path: str
+    t: str = "container"
+
+
+class Tuple(NamedTuple):
+    """The bases of a class statement, by position (tuples in the program are Containers)."""
+
+    elements: tuple  # of frozensets
+    open: bool = False
+    t: str = "tuple"
+
+
+class Partial(NamedTuple):
+    """functools.partial(function, *args) made at `site`: its function and arguments are in the
+    solver's tables, so the value keeps its identity while they grow."""
+
+    site: object
+    path: str
+    t: str = "partial"
+
+
+class Super(NamedTuple):
+    """`super()` in a method of `cls`, for the receiver `receiver`."""
+
+    cls: Class
+    receiver: object
+    t: str = "super"
+
+
+class StrategyObject(NamedTuple):
+    """`DDPStrategy(...)`, `FSDPStrategy(...)`: a strategy passed as an object."""
+
+    name: str  # class name as in the tables
+    t: str = "strategyobject"

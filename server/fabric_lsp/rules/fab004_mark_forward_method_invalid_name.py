@@ -1,0 +1,182 @@
+"""FAB004 mark-forward-method-invalid-name: `wrapped.mark_forward_method("x")` where `x` is not a
+method of the wrapped module's class.
+
+`mark_forward_method` looks the name up on the original module and accepts it only if it is a bound
+method: a typo, a plain attribute, a property or a static method raises AttributeError, and
+"forward" raises ValueError, on every strategy.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+from fabric_lsp.analysis import MarkFact, ProgramFacts
+from fabric_lsp.analysis.classes import ClassInfo
+from fabric_lsp.analysis.values import Const
+from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
+from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
+
+CODE = "FAB004"
+NAME = "mark-forward-method-invalid-name"
+
+# What `getattr(original_module, name)` gives for each kind the analysis tells apart.
+_METHOD_KINDS = ("method", "classmethod", "generator", "wrapper")
+_KIND_WORDS = {
+    "missing": "does not exist",
+    "attribute": "is an attribute, not a method",
+    "property": "is a property, not a method",
+    "staticmethod": "is a staticmethod (a plain function, not a bound method)",
+}
+
+
+def check(facts: ProgramFacts) -> list[Finding]:
+    findings = []
+    for mark in facts.marks:
+        if not isinstance(mark.argument, ast.Constant) or not isinstance(mark.argument.value, str):
+            continue  # names that are not written here are judged nowhere (unknown is no finding)
+        name = mark.argument.value
+        finding = _forward(facts, mark) if name == "forward" else _not_a_method(facts, mark, name)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _forward(facts: ProgramFacts, mark: MarkFact) -> Finding:
+    source = facts.source(mark.path)
+    return Finding(
+        code=CODE,
+        severity=Severity.ERROR,
+        span=source.span(mark.argument),
+        message=(
+            '`mark_forward_method("forward")` raises ValueError "You cannot mark the forward method itself '
+            'as a forward method." on every strategy: `forward` already goes through the strategy'
+        ),
+        record_id=record_id(CODE),
+        related=_related(facts, mark),
+        fix=None,
+        context={"class": _class_name(mark) or "Module", "method": "forward", "error": "ValueError"},
+    )
+
+
+def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | None:
+    raising: list[tuple[object, str]] = []
+    safe = 0
+    for path in mark.paths:
+        if path.cls is None:
+            continue
+        info = facts.method_info(path.cls, name)
+        if info.kind in _METHOD_KINDS or info.kind == "unknown":
+            safe += 1
+        else:
+            raising.append((path, info.kind))
+    severity = combined_severity([Severity.ERROR] * len(raising), safe)
+    if severity is None:
+        return None
+    source = facts.source(mark.path)
+    path, kind = raising[0]
+    class_name = path.cls.name
+    suggestion = _closest_method(facts, path.cls, name)
+    some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
+    message = (
+        f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
+        f'it raises AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
+        f'exist or is not a method." on every strategy{some}'
+        + (f'; did you mean "{suggestion}"?' if suggestion else "")
+    )
+    fix = None
+    if suggestion:
+        span = source.span(mark.argument)
+        fix = Fix(
+            title=f'Mark "{suggestion}" instead',
+            # Another method gets routed through forward: what the author meant, most likely, but not
+            # something to apply without reading it.
+            applicability=Applicability.UNSAFE,
+            edits=(TextEdit(source.path, span.start, span.end, f'"{suggestion}"'),),
+        )
+    return Finding(
+        code=CODE,
+        severity=severity,
+        span=source.span(mark.argument),
+        message=message,
+        record_id=record_id(CODE),
+        related=_related(facts, mark),
+        fix=fix,
+        context={"class": class_name, "method": name, "error": "AttributeError"},
+    )
+
+
+def _class_name(mark: MarkFact) -> str | None:
+    for path in mark.paths:
+        if path.cls is not None:
+            return path.cls.name
+    return None
+
+
+def _related(facts: ProgramFacts, mark: MarkFact) -> tuple[Related, ...]:
+    related = []
+    for path in mark.paths[:1]:
+        origin_source = facts.source(path.origin.path)
+        related.append(Related(origin_source.span(path.origin.site),
+                               f"`{path.origin.target_text(origin_source)}` is wrapped by Fabric here"))
+    return tuple(related)
+
+
+def _closest_method(facts: ProgramFacts, cls, name: str) -> str | None:
+    """The method of the class (own or inherited from readable bases) closest to the name."""
+    names: list[str] = []
+    for ref in facts.resolver.mro(cls):
+        if isinstance(ref, ClassInfo):
+            for method, node in ref.methods().items():
+                if method.startswith("__") or method == "forward" or method in names:
+                    continue
+                if facts.method_info(cls, method).kind in ("method", "classmethod", "generator"):
+                    names.append(method)
+    matches = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+VALID = (
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+    @classmethod
+    def build(cls):
+        return cls()
+
+fabric = Fabric(strategy="ddp")
+model = fabric.setup(LM())
+model.mark_forward_method("generate")
+model.mark_forward_method("build")
+''',
+)
+
+INVALID = (
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+        self.temperature = 0.7
+    def generate(self, x):
+        return self.head(x)
+
+fabric = Fabric(accelerator="cpu", devices=1)
+model = fabric.setup(LM())
+model.mark_forward_method("genrate")  # expect: FAB004 error
+model.mark_forward_method("temperature")  # expect: FAB004 error
+model.mark_forward_method("forward")  # expect: FAB004 error
+''',
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
