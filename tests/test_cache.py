@@ -1,5 +1,5 @@
-"""The persistent cache of `fabric-lsp check` (.fabric-lsp-cache/): answers are reused only while
-the file, the files its analysis read, the tool and the analysis interpreter are unchanged; a
+"""The persistent cache of `fabric-lsp check` (.fabric-lsp-cache/): a project's answers are reused
+only while its Python files, the tool and the analysis interpreter are unchanged; a
 corrupted cache is ignored; `--no-cache` neither reads nor writes it. No timings are asserted:
 whether an answer came from the cache is seen by planting a marker in a cached entry."""
 
@@ -53,9 +53,10 @@ def _plant(project: Path) -> None:
     """Rewrite every cached finding's message: a later run that prints it answered from the cache."""
     for path in _cache_files(project):
         data = json.loads(path.read_text())
-        for entry in data["entries"].values():
-            for finding in entry["findings"]:
-                finding["message"] = MARKER
+        for entry in data["projects"].values():
+            for findings in entry["findings"].values():
+                for finding in findings:
+                    finding["message"] = MARKER
         path.write_text(json.dumps(data))
 
 
@@ -113,7 +114,7 @@ def test_another_tool_version_does_not_reuse(tmp_path, monkeypatch):
 
     config, _ = load_config(project)
     reopened = cache_module.FindingsCache.open(config, sys.executable, str(project))
-    assert reopened is not None and reopened.entries == {}
+    assert reopened is not None and reopened.projects == {}
     # Through the command line: a copy of the package with one file changed is another tool.
     copy = tmp_path / "build" / "server"
     shutil.copytree(ROOT / "server" / "fabric_lsp", copy / "fabric_lsp", ignore=shutil.ignore_patterns("__pycache__"))
@@ -156,12 +157,12 @@ def test_corrupted_cache_files_are_ignored_and_replaced(tmp_path):
         path.write_bytes(b"\x00{not json")
     assert _check(project) == expected
     check_file = _cache_files(project)[0]
-    assert json.loads(check_file.read_text())["entries"]  # rewritten, valid
+    assert json.loads(check_file.read_text())["projects"]  # rewritten, valid
     # Entries of the wrong shape are skipped one by one.
     data = json.loads(check_file.read_text())
-    for entry in data["entries"].values():
-        entry["findings"] = [{"code": 1}]
-        entry["dependencies"] = "nonsense"
+    for entry in data["projects"].values():
+        entry["findings"] = {path: [{"code": 1}] for path in entry["findings"]}
+        entry["files"] = {path: "nonsense" for path in entry["files"]}
     check_file.write_text(json.dumps(data))
     assert _check(project) == expected
 

@@ -5,17 +5,17 @@
 interpreter, settings):
 
     .fabric-lsp-cache/<version>/check-<fingerprint>.json
-    .fabric-lsp-cache/<version>/jedi-<fingerprint>.json      (jedi's answers, see analysis/jedi_cache.py)
 
 - tool: the fabric-lsp version and its own files (any change of the package's code or data);
 - interpreter: its path, its sys.path, the modification times of its site-packages folders (a
   `pip install` or uninstall changes them) and of the .pth files there; jedi's and Python's versions;
 - settings: everything of the Config that changes findings (select, ignore, severity, hints, ...).
 
-A file's entry holds the findings for one content (SHA-256 of its bytes; the size and mtime are
-kept to skip re-reading unchanged files) and the files the analysis read besides it: modules
-holding the classes and functions it resolved, modules jedi loaded, and, when an import could not
-be found, the folders it would appear in. The entry is used only while all of them are unchanged.
+A project's entry holds the findings of the files checked and the state of every Python file of
+the project (SHA-256 of its bytes; the size and mtime are kept to skip re-reading unchanged files):
+the files of a project are analysed as one program, so any change among them, a file added or a
+file removed, makes the entry stale. Libraries outside the project are covered by the interpreter
+fingerprint.
 Unreadable or corrupted cache files are ignored (and replaced); the folder holds a `.gitignore`
 so that it is never committed. `--no-cache` turns it off.
 """
@@ -39,7 +39,7 @@ from fabric_lsp.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
-SCHEMA = 1
+SCHEMA = 2  # 2: one entry per project
 _PACKAGE_DIR = Path(fabric_lsp.__file__).resolve().parent
 
 
@@ -263,11 +263,13 @@ def unchanged(saved: list) -> bool:
 
 
 class FindingsCache:
-    """Findings per checked file, valid while its content and its dependencies are unchanged."""
+    """Findings per project (a project's files are analysed together, as one program): valid while
+    the project's Python files (which files there are, and each one's content), the analysis
+    interpreter with its packages, the tool and the settings are unchanged."""
 
-    def __init__(self, path: Path, entries: dict[str, dict] | None = None) -> None:
+    def __init__(self, path: Path, projects: dict[str, dict] | None = None) -> None:
         self.path = path
-        self.entries: dict[str, dict] = entries or {}
+        self.projects: dict[str, dict] = projects or {}
         self.dirty = False
         self.hits = 0
         self._lock = threading.Lock()
@@ -281,44 +283,50 @@ class FindingsCache:
             return None
         name = f"check-{_digest(tool_fingerprint(), interpreter_fingerprint(python), config_fingerprint(config))}.json"
         data = read_json(folder / name)
-        entries = None
-        if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("entries"), dict):
-            entries = data["entries"]
-        return cls(folder / name, entries)
+        projects = None
+        if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("projects"), dict):
+            projects = data["projects"]
+        return cls(folder / name, projects)
 
-    def lookup(self, path: str, interpreter: str) -> tuple[Finding, ...] | None:
-        """The findings stored for `path`, if its content, its analysis interpreter (fingerprint)
-        and every file it depended on are unchanged."""
-        entry = self.entries.get(path)
+    def lookup(self, root: str, interpreter: str, paths: Iterable[str], files: Iterable[str]) -> dict[str, tuple[Finding, ...]] | None:
+        """The findings stored for `paths` of the project at `root`, if the project's files are the
+        same `files` with the same contents, analysed against the same interpreter (fingerprint)."""
+        entry = self.projects.get(root)
         if not isinstance(entry, dict) or entry.get("interpreter") != interpreter:
             return None
         try:
-            own = entry["file"]
-            if not unchanged([path, *own]):
+            stored = entry["files"]
+            if set(stored) != set(files):
+                return None  # a file appeared or went away: another program
+            if not all(unchanged([path, *state]) for path, state in stored.items()):
                 return None
-            if not all(unchanged(saved) for saved in entry["dependencies"]):
-                return None
-            findings = tuple(finding_from_json(item) for item in entry["findings"])
+            found = {path: tuple(finding_from_json(item) for item in entry["findings"][path]) for path in paths}
         except (KeyError, TypeError, ValueError, IndexError):
             return None  # an entry of another shape: as if absent
         self.hits += 1
-        return findings
+        return found
 
-    def file_state(self, path: str) -> list | None:
-        """[mtime_ns, size, sha256] of a file about to be checked (taken before the check, so that a
-        change made during it makes the entry stale rather than wrong)."""
-        saved = stamp(path)
-        return saved[1:] if saved[3] is not None else None
+    def file_states(self, files: Iterable[str]) -> dict[str, list] | None:
+        """[mtime_ns, size, sha256] of every file of a project about to be checked (taken before the
+        check, so that a change made during it makes the entry stale rather than wrong); None when
+        one of them is not a regular file we can hash."""
+        states = {}
+        for path in files:
+            saved = stamp(path)
+            if saved[3] is None:
+                return None
+            states[path] = saved[1:]
+        return states
 
-    def store(self, path: str, state: list | None, interpreter: str, findings: Iterable[Finding], dependencies: Iterable[list]) -> None:
-        if state is None:
+    def store(self, root: str, interpreter: str, states: dict[str, list] | None,
+              findings: dict[str, Iterable[Finding]]) -> None:
+        if states is None:
             return
         with self._lock:
-            self.entries[path] = {
+            self.projects[root] = {
                 "interpreter": interpreter,
-                "file": state,
-                "findings": [finding_to_json(f) for f in findings],
-                "dependencies": sorted(dependencies),
+                "files": states,
+                "findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
             }
             self.dirty = True
 
@@ -326,46 +334,10 @@ class FindingsCache:
         if not self.dirty:
             return
         with contextlib.suppress(OSError):
-            write_json(self.path, {"schema": SCHEMA, "entries": self.entries})
+            write_json(self.path, {"schema": SCHEMA, "projects": self.projects})
             self.dirty = False
 
 
 def stamps_for(paths: Iterable[str], checked: str) -> list[list]:
     """The saved stamps of the dependencies an analysis recorded (the checked file excluded)."""
     return [stamp(path) for path in sorted(set(paths)) if path != checked]
-
-
-
-# ---------------------------------------------------------------------------------------------
-# jedi's answers across runs (the language server's cold start, `check` after an edit)
-
-NO_CACHE_ENV = "FABRIC_LSP_NO_CACHE"  # set by `check --no-cache` (inherited by its workers)
-# Set by `check` (while it runs, for its workers) and `serve`: other users of the engine (tests,
-# scripts) keep jedi's answers in memory only.
-PERSIST_ENV = "FABRIC_LSP_PERSIST_ANSWERS"
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-
-
-def attach_answer_store(workspace, config: Config, root: str | None) -> None:
-    """Keep the workspace's jedi answers in `.fabric-lsp-cache/` of the project, when there is one
-    (a configured root, or a folder with a project marker: never next to a stray file)."""
-    if os.environ.get(NO_CACHE_ENV) or os.environ.get(PERSIST_ENV) != "1":
-        return
-    base = config.root or root
-    if not base or not (config.root or any(os.path.exists(os.path.join(base, m)) for m in _PROJECT_MARKERS)):
-        return
-    answers = workspace._answers
-
-    def opener() -> str:
-        folder = prepare_dir(Path(base) / CACHE_DIR_NAME)
-        return str(folder / f"jedi-{_digest(tool_fingerprint(), interpreter_fingerprint(workspace.python))}.json")
-
-    answers.attach_store(opener)
-    import atexit
-
-    atexit.register(answers.save_if_due, True)
-
-
-def save_answers(workspace) -> None:
-    """Write the workspace's new jedi answers if some are waiting and the last write is not recent."""
-    workspace._answers.save_if_due()

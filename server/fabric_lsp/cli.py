@@ -16,8 +16,6 @@ Additions to the stable contract: `--hints` (hint-level findings are off in the 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import math
 import multiprocessing
 import os
 import sys
@@ -30,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 import fabric_lsp
-from fabric_lsp.cache import CACHE_DIR_NAME, NO_CACHE_ENV, PERSIST_ENV, FindingsCache, interpreter_fingerprint
+from fabric_lsp.cache import CACHE_DIR_NAME, FindingsCache, interpreter_fingerprint
 from fabric_lsp.config import Config, expand_codes, load_config
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
@@ -61,8 +59,6 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     notice: Notice | None = None
     error: str | None = None  # internal error while analysing this file
-    # Files (and folders) the analysis read besides this one, stamped; None: not cacheable.
-    dependencies: tuple[tuple, ...] | None = None
 
 
 def _internal_error(error: BaseException) -> str:
@@ -76,8 +72,7 @@ def _internal_error(error: BaseException) -> str:
     return message
 
 
-def check_project(paths: list[str], config: Config) -> list[FileResult]:
-    """The files of one project, analysed together as one program (analysis.program)."""
+def _read_all(paths: list[str], config: Config) -> tuple[dict[str, str], dict[str, FileResult]]:
     texts: dict[str, str] = {}
     results: dict[str, FileResult] = {}
     for path in paths:
@@ -86,17 +81,21 @@ def check_project(paths: list[str], config: Config) -> list[FileResult]:
             results[path] = FileResult(path, notice=notice)
         else:
             texts[path] = source.text
+    return texts, results
+
+
+def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> list[FileResult]:
+    """Files of one project, analysed together as one program per group of connected files
+    (analysis.program); with a plan made earlier, only its groups `numbers`."""
+    texts, results = _read_all(paths, config)
     if texts:
         try:
             from fabric_lsp.analysis import incremental
-            from fabric_lsp.cache import stamps_for
             from fabric_lsp.engine import check_paths
 
-            found, depends_on, _ = check_paths(texts, config)
-            dependencies = tuple(map(tuple, stamps_for(depends_on, "")))
+            found, _, _ = check_paths(texts, config, plan, numbers)
             for path in texts:
-                results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
-                                           dependencies=dependencies)
+                results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())))
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -110,10 +109,6 @@ def check_file(path: str, config: Config) -> FileResult:
     return check_project([path], config)[0]
 
 
-def _check_projects(groups: list[list[str]], config: Config) -> list[FileResult]:
-    return [result for group in groups for result in check_project(group, config)]
-
-
 def _by_project(paths: Sequence[str], config: Config) -> list[list[str]]:
     from fabric_lsp.engine import project_root_for
 
@@ -123,31 +118,68 @@ def _by_project(paths: Sequence[str], config: Config) -> list[list[str]]:
     return [groups[root] for root in sorted(groups)]
 
 
+# Plans made by the parent process, read by forked workers (they inherit the parent's memory).
+_PLANS: dict[int, tuple] = {}
+
+
+def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config) -> list[FileResult]:
+    results = []
+    for token, numbers in tasks:
+        paths, plan = _PLANS[token]
+        results.extend(r for r in check_project(paths, config, plan, numbers) if r.findings or r.error)
+    return results
+
+
 def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[FileResult]:
     """Results for `paths`, in the same order. `jobs`: 0 = automatic, 1 = serial. The files of one
-    project are analysed together; projects are spread over the worker processes."""
+    project are planned together (which files form which programs); the programs are spread over
+    the worker processes."""
     groups = _by_project(paths, config)
     workers = jobs if jobs > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
-    if workers <= 1 or len(groups) < 2 or len(paths) < (PARALLEL_MIN_FILES if jobs == 0 else 2):
-        found = {r.path: r for r in _check_projects(groups, config)}
+    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if workers <= 1 or len(paths) < (PARALLEL_MIN_FILES if jobs == 0 else 2) or not forkable:
+        found = {r.path: r for group in groups for r in check_project(group, config)}
         return [found[path] for path in paths]
-    # Largest projects first, dealt round-robin, so that the workers finish together.
-    ordered = sorted(groups, key=lambda g: (-len(g), g[0]))
-    chunks: list[list[list[str]]] = [[] for _ in range(min(workers * 2, len(ordered)))]
-    for index, group in enumerate(ordered):
-        chunks[index % len(chunks)].append(group)
+    from fabric_lsp.engine import plan_for, workspace_for
+
+    found: dict[str, FileResult] = {}
+    tasks: list[tuple[int, list[int], int]] = []  # (plan token, program numbers, size)
     try:
-        # fork when this process runs no other thread (nothing to inherit half-locked; a worker
-        # starts in milliseconds instead of a quarter second of interpreter start and imports),
-        # else spawn: no inherited locks or threads, same behaviour on every platform.
-        forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-        context = multiprocessing.get_context("fork" if forkable else "spawn")
+        for group in groups:
+            texts, unread = _read_all(group, config)
+            found.update(unread)
+            for path in texts:
+                found[path] = FileResult(path)  # no finding unless a program says otherwise
+            if not texts:
+                continue
+            absolute = {os.path.abspath(p): t for p, t in texts.items()}
+            plan = plan_for(sorted(absolute), config, workspace_for(config, next(iter(absolute))), absolute)
+            token = len(_PLANS)
+            _PLANS[token] = (list(texts), plan)
+            for number in plan.groups_of(absolute):
+                tasks.append((token, [number], len(plan.groups[number])))
+    except Exception as error:
+        message = _internal_error(error)
+        return [FileResult(path, error=message) for path in paths]
+    # Largest programs first, dealt round-robin, so that the workers finish together.
+    tasks.sort(key=lambda task: (-task[2], task[0], task[1]))
+    chunks: list[list[tuple[int, list[int]]]] = [[] for _ in range(min(workers * 2, max(1, len(tasks))))]
+    for index, (token, numbers, _) in enumerate(tasks):
+        chunks[index % len(chunks)].append((token, numbers))
+    try:
+        context = multiprocessing.get_context("fork")  # the workers read the plans from memory
         with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
-            results = [r for chunk in pool.map(_check_projects, chunks, [config] * len(chunks)) for r in chunk]
+            for chunk_results in pool.map(_run_tasks, chunks, [config] * len(chunks)):
+                for result in chunk_results:
+                    previous = found.get(result.path)
+                    if previous is not None and previous.findings and not result.error:
+                        result = FileResult(result.path, findings=previous.findings + result.findings)
+                    found[result.path] = result
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
-        results = _check_projects(groups, config)
-    found = {r.path: r for r in results}
+        found = {r.path: r for group in groups for r in check_project(group, config)}
+    finally:
+        _PLANS.clear()
     return [found[path] for path in paths]
 
 
@@ -158,39 +190,33 @@ def _cache_python(config: Config, cwd: str) -> str:
 
 
 def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None) -> list[FileResult]:
-    """check_files, answering from the persistent cache (see cache.py) what has not changed."""
+    """check_files, answering from the persistent cache (see cache.py) the projects whose files
+    have not changed."""
     if cache is None:
         return check_files(paths, config, jobs)
     from fabric_lsp.analysis.workspace import find_interpreter
-    from fabric_lsp.engine import project_root_for
-
-    interpreters: dict[str, str] = {}
-
-    def interpreter_of(path: str) -> str:
-        # The analysis interpreter may differ per project (a .venv in a sub-project's root).
-        root = project_root_for(path, config.root)
-        if root not in interpreters:
-            interpreters[root] = interpreter_fingerprint(find_interpreter(root, config.python))
-        return interpreters[root]
+    from fabric_lsp.engine import project_files, project_root_for
 
     results: dict[str, FileResult] = {}
     misses: list[str] = []
-    for path in paths:
-        findings = cache.lookup(os.path.abspath(path), interpreter_of(path))
-        if findings is None:
-            misses.append(path)
-        else:
-            results[path] = FileResult(path, findings=findings)
-    if misses:
-        # A project is analysed as a whole: every requested file of a project with a miss is re-checked.
-        missed_roots = {project_root_for(path, config.root) for path in misses}
-        misses = [path for path in paths if project_root_for(path, config.root) in missed_roots]
-    states = {path: cache.file_state(os.path.abspath(path)) for path in misses}  # before the check
-    for result in check_files(misses, config, jobs):
-        results[result.path] = result
-        if result.error is None and result.notice is None and result.dependencies is not None:
-            cache.store(os.path.abspath(result.path), states[result.path], interpreter_of(result.path),
-                        result.findings, [list(d) for d in result.dependencies])
+    pending: list[tuple[str, str, dict | None, list[str]]] = []
+    for group in _by_project(paths, config):
+        root = project_root_for(group[0], config.root)
+        interpreter = interpreter_fingerprint(find_interpreter(root, config.python))
+        files = project_files(root, config, group)
+        found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files)
+        if found is not None:
+            for path in group:
+                results[path] = FileResult(path, findings=found[os.path.abspath(path)])
+            continue
+        pending.append((root, interpreter, cache.file_states(files), group))  # states before the check
+        misses.extend(group)
+    fresh = {r.path: r for r in check_files(misses, config, jobs)}
+    for root, interpreter, states, group in pending:
+        group_results = [fresh[path] for path in group]
+        results.update((r.path, r) for r in group_results)
+        if all(r.error is None and r.notice is None for r in group_results):
+            cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results})
     cache.save()
     return [results[path] for path in paths]
 
@@ -378,27 +404,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         _say(problem)
     files, notices = discover(paths, config.exclude, config.root or cwd)
     cache = None if args.no_cache else FindingsCache.open(config, _cache_python(config, cwd), cwd)
-    with _environment({PERSIST_ENV: None if args.no_cache else "1", NO_CACHE_ENV: "1" if args.no_cache else None}):
-        return _check_and_report(args, cwd, config, files, notices, cache)
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str | None]):
-    """Set (or unset, for None) environment variables for the workers of one run, then restore."""
-    saved = {name: os.environ.get(name) for name in values}
-    try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return _check_and_report(args, cwd, config, files, notices, cache)
 
 
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
@@ -532,7 +538,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tcp = (host.strip("[]"), int(port))
     from fabric_lsp.lsp.server import run
 
-    os.environ.setdefault(PERSIST_ENV, "1")  # jedi's answers kept across sessions (cache.py)
     return run(tcp)
 
 

@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, replace
 
 from fabric_lsp.analysis import analyze
-from fabric_lsp.analysis.incremental import analysing, parse_text
-from fabric_lsp.analysis.program import Program, build_programs, solve
+from fabric_lsp.analysis.incremental import analysing
+from fabric_lsp.analysis.program import Plan, Program, plan_project, program_of, solve
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.workspace import Workspace, interpreter_sys_path
 from fabric_lsp.config import Config
@@ -83,9 +83,15 @@ _programs_lock = threading.Lock()
 _MAX_PROGRAMS = 64
 
 
-def project_result(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None) -> ProjectResult:
-    """The findings of every file of the programs `paths` take part in; each program is solved once
-    per state of its files (kept between calls)."""
+def project_files(root: str, config: Config, extra: list[str] = ()) -> list[str]:
+    """The Python files of the project at `root` that an analysis reads (as build_programs walks them)."""
+    from fabric_lsp.analysis.program import project_paths
+
+    return project_paths(os.path.abspath(root), config.exclude, [os.path.abspath(p) for p in extra])
+
+
+def plan_for(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None) -> Plan:
+    """The programs of the project holding `paths` (analysis.program.plan_project)."""
     root = workspace.root or project_root_for(paths[0], config.root)
 
     def library_path() -> tuple[str, ...]:
@@ -94,17 +100,25 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
     texts = dict(workspace.overlays)
     if overlays:
         texts.update(overlays)
-    programs, walked = build_programs(root, paths, texts, library_path, config.exclude, config.max_file_size)
+    return plan_project(root, paths, texts, library_path, config.exclude, config.max_file_size)
+
+
+def project_result(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None,
+                   plan: Plan | None = None, numbers: list[int] | None = None) -> ProjectResult:
+    """The findings of every file of the programs `paths` take part in (or of the programs
+    `numbers` of a plan made earlier); each program is solved once per state of its files."""
+    plan = plan or plan_for(paths, config, workspace, overlays)
     findings: dict[str, list[Finding]] = {}
     notices: list[str] = []
     sources: dict[str, SourceFile] = {}
-    for program in programs:
+    for number in plan.groups_of(paths) if numbers is None else numbers:
+        program = program_of(plan, number, paths, workspace)
         result = _solved(program, workspace)
         for path, found in result.findings.items():
             findings.setdefault(path, []).extend(found)
         notices.extend(result.notices)
         sources.update(program.sources)
-    return ProjectResult(findings, notices, walked, sources)
+    return ProjectResult(findings, notices, plan.walked, sources)
 
 
 def _solved(program: Program, workspace: Workspace) -> ProgramResult:
@@ -148,14 +162,18 @@ def _check_source(path: str, text: str, config: Config, workspace: Workspace | N
     return found[os.path.abspath(path)]
 
 
-def check_paths(texts: dict[str, str], config: Config) -> tuple[dict[str, list[Finding]], list[str], list[str]]:
+
+def check_paths(texts: dict[str, str], config: Config, plan: Plan | None = None, numbers: list[int] | None = None
+                ) -> tuple[dict[str, list[Finding]], list[str], list[str]]:
     """Findings of several files of one project (one program build and solve for all of them), the
-    project files whose state the answer depends on, and the analysis's notices."""
+    project files whose state the answer depends on, and the analysis's notices. With a plan made
+    earlier (plan_for), only its programs `numbers` are solved (the CLI spreads them over workers)."""
     with analysing():
-        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None)
+        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None, plan, numbers)
 
 
-def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | None):
+def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | None,
+                 plan: Plan | None = None, numbers: list[int] | None = None):
     paths = sorted(texts)
     found: dict[str, list[Finding]] = {path: [] for path in paths}
     if not paths:
@@ -164,7 +182,7 @@ def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | N
     try:
         # A file that takes part in no program (nothing in it or importing it names Fabric) is not
         # even parsed: the programs are found from the files' text (analysis.program).
-        result = project_result(paths, config, workspace, texts)
+        result = project_result(paths, config, workspace, texts, plan, numbers)
     except RecursionError:
         log.warning("%s: not analysed: nesting too deep", paths[0])
         return found, [], []

@@ -192,19 +192,14 @@ def test_the_analysed_sys_path_is_the_venvs_own_and_reading_it_runs_nothing(host
 def test_jedis_helper_process_is_our_interpreter_not_the_analysed_one(hostile):
     """jedi runs a helper process for compiled modules; it must be this (trusted) interpreter, so
     the analysed venv's sitecustomize/.pth never run even there."""
-    import ast
-
-    from fabric_lsp.analysis.source import SourceFile
     from fabric_lsp.analysis.workspace import Workspace
 
     project, python, markers = hostile
     workspace = Workspace(str(project), str(python))
     assert workspace.python == str(python)
-    source = SourceFile.parse(str(project / "main.py"), (project / "main.py").read_text(encoding="utf-8"))
-    evil = next(n for n in ast.walk(source.tree) if isinstance(n, ast.Import) and n.names[0].name == "evilpkg")
-    name = ast.Name("evilpkg", ast.Load(), lineno=evil.lineno, col_offset=evil.col_offset + len("import "))
-    definitions = workspace.goto(source, name)
-    # jedi found the installed package in the venv (by reading it) ...
+    package = next(p for p in workspace.library_path if os.path.isdir(os.path.join(p, "evilpkg")))
+    definitions = workspace.module_attribute(os.path.join(package, "evilpkg", "__init__.py"), "X")
+    # jedi found the name in the installed package of the venv (by reading it) ...
     assert any(d.path.endswith(os.path.join("evilpkg", "__init__.py")) for d in definitions), definitions
     # ... with a helper process of our own interpreter.
     assert os.path.realpath(workspace.project.get_environment().executable) == os.path.realpath(sys.executable)

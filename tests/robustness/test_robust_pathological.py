@@ -128,22 +128,20 @@ def test_pathological_file_is_bounded_and_degrades_with_a_log_line(name, tmp_pat
         assert reported or gave_up, result
 
 
-def test_many_setups_of_an_imported_class_spend_the_jedi_budget_then_go_on(tmp_path):
-    """Every `models.Net` is a jedi question; past the per-file budget the rest is answered from
-    the import statements alone, with one log line, and no finding is lost."""
+def test_many_setups_of_an_imported_class_are_all_reported(tmp_path):
+    """1500 setups of a class from another module, each followed by an unmarked call: every one is
+    reported, within the budget (the class is found from the import statement, not by jedi)."""
     (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
     body = "import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
     body += "".join(f"m{i} = fabric.setup(models.Net())\nm{i}.generate({i})\n" for i in range(1500))
     path = tmp_path / "main.py"
     path.write_text(body, encoding="utf-8")
     result = check_in_process(path, tmp_path)
-    record_figure("jedi_heavy_file", "1500 imported setups", seconds=round(result["seconds"], 2),
-                  rss_mb=round(result["rss_mb"]), budget_log=any("budget" in l for l in result["logs"]))
+    record_figure("imported_class_file", "1500 imported setups", seconds=round(result["seconds"], 2),
+                  rss_mb=round(result["rss_mb"]))
     assert len(result["findings"]) == 1500
     assert result["seconds"] < SOFT_BUDGET_S
-    # Either jedi answered everything within the budget or the budget was spent and said so.
-    budget_lines = [line for line in result["logs"] if "budget" in line]
-    assert len(budget_lines) <= 1, budget_lines
+    assert not [line for line in result["logs"] if "stopped after" in line], result["logs"]
 
 
 def test_size_limit_is_not_needed_for_a_file_just_under_it(tmp_path):
@@ -161,8 +159,9 @@ def test_size_limit_is_not_needed_for_a_file_just_under_it(tmp_path):
     assert result["seconds"] < SOFT_BUDGET_S
 
 
-# jedi's inference is exponential in this chain (x22 alone takes ~25 s, x29 hours): one call that a
-# deadline checked between calls cannot stop. Then `model` is wrapped and a custom method called.
+# jedi's inference is exponential in this chain (x22 alone takes ~25 s, x29 hours). The analysis
+# never asks jedi about the project's own values: `build(x29)` is followed by the value flow, which
+# sees a list built from an addition (nothing it can name), so the class of `model` is unknown.
 EXPONENTIAL_INFERENCE = (
     "import lightning as L\n\nx0 = [1]\n"
     + "".join(f"x{i} = x{i - 1} + x{i - 1}\n" for i in range(1, 30))
@@ -177,12 +176,9 @@ _EXPONENTIAL_RUNNER = _RUNNER.replace(
 )
 
 
-def test_one_exponential_jedi_call_is_interrupted_and_jedi_keeps_working(tmp_path):
-    from fabric_lsp.analysis.workspace import JEDI_SECONDS_PER_CALL
-
+def test_code_that_makes_jedi_exponential_is_analysed_at_once(tmp_path):
     path = tmp_path / "exponential.py"
     path.write_text(EXPONENTIAL_INFERENCE, encoding="utf-8")
-    # After the interrupted call, the same process analyses a file that needs jedi (an imported class).
     (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
     normal = tmp_path / "normal.py"
     normal.write_text("import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
@@ -194,12 +190,8 @@ def test_one_exponential_jedi_call_is_interrupted_and_jedi_keeps_working(tmp_pat
     result = json.loads(completed.stdout)
     record_figure("pathological_file", "exponential_jedi_inference", seconds=round(result["seconds"], 2),
                   rss_mb=round(result["rss_mb"]), findings=len(result["findings"]))
-    # Bounded by the per-call limit (plus the rest of the analysis), not by jedi's hours.
-    assert result["seconds"] < JEDI_SECONDS_PER_CALL + 10, result
-    assert any("stopped after" in line and "time bound" in line for line in result["logs"]), result["logs"]
-    # Degraded, not lost: the class is unknown but the call is still reported.
-    assert ["FAB001", EXPONENTIAL_INFERENCE.count("\n") - 1] in result["findings"], result
-    # jedi state dropped and rebuilt: in the next file, jedi still resolves `models.Net` (an
-    # attribute of a module: a jedi question) and the finding names the class.
+    assert result["seconds"] < 10, result
+    # The class of `build(x29)` cannot be seen: unknown is not a finding (DESIGN.md "Severity").
+    assert result["findings"] == [], result
     [(code, line, message)] = result["after"]
-    assert (code, line) == ("FAB001", 5) and "`Net.generate()`" in message and "not known" not in message, result["after"]
+    assert (code, line) == ("FAB001", 5) and "`Net.generate()`" in message, result["after"]

@@ -403,12 +403,10 @@ def test_sigterm_ends_the_server(server, project):
     assert server.proc.wait(PROCESS_EXIT_TIMEOUT) is not None
 
 
-def test_exponential_jedi_inference_is_cut_off_in_the_server(server, project):
-    """One jedi call that would take hours (see test_robust_pathological.py) is interrupted: the
-    diagnostics come within the per-call bound and the server keeps analysing with jedi."""
+def test_code_that_makes_jedi_exponential_is_analysed_at_once_in_the_server(server, project):
+    """Code on which jedi's inference is exponential (see test_robust_pathological.py): the value
+    flow, not jedi, follows the project's values, so the answer comes at once and the server goes on."""
     from test_robust_pathological import EXPONENTIAL_INFERENCE
-
-    from fabric_lsp.analysis.workspace import JEDI_SECONDS_PER_CALL
 
     uri, expected = open_main(server, project)
     slow = project / "exponential.py"
@@ -418,10 +416,8 @@ def test_exponential_jedi_inference_is_cut_off_in_the_server(server, project):
     published = server.diagnostics(slow_uri, timeout=60)
     seconds = time.monotonic() - started
     record_figure("exponential_jedi_inference_in_server", round(seconds, 2))
-    assert seconds < JEDI_SECONDS_PER_CALL + 10, seconds
-    assert [d["code"] for d in published["diagnostics"]] == ["FAB001"], published
-    server.wait_for(lambda m: m.get("method") == "window/logMessage" and "time bound" in m["params"]["message"])
-    # The first document, edited after the interruption, still gets jedi's answers.
+    assert seconds < 10, seconds
+    assert published["diagnostics"] == [], published  # the model's class cannot be seen: no finding
     text = (project / "main.py").read_text(encoding="utf-8")
     server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
                                              "contentChanges": [{"text": text + "\n# edited\n"}]})

@@ -17,17 +17,7 @@ from fabric_lsp.analysis.flow import Event, MetaTag, Solver, describe, sort_key
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import (
-    Bound,
-    Class,
-    FabricValue,
-    Function,
-    Instance,
-    Lib,
-    Strategy,
-    Wrapped,
-    WrappedMethod,
-)
+from fabric_lsp.analysis.values import Bound, Class, FabricValue, Instance, Strategy, Wrapped
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -369,6 +359,8 @@ def _materialization(facts: ProgramFacts, event: Event, tag: MetaTag) -> Materia
 
 def _implied_by_init_module(facts: ProgramFacts, tag: MetaTag) -> Materialization | None:
     solver = facts.solver
+    if solver.empty_init(tag.init_call) is False:
+        return None  # init_module(empty_init=False) or without it: nothing is built on the meta device
     strategies = [solver.strategy(f) for f in sorted(tag.fabrics, key=sort_key) if isinstance(f, FabricValue)]
     if not strategies or all(s.materializes is False for s in strategies):
         return None
@@ -449,7 +441,3 @@ def _is_generator(function: ast.AST) -> bool:
     return False
 
 
-__all__ = [
-    "MethodInfo", "Origin", "WrappedPath", "MethodCallFact", "MarkFact", "Materialization", "MetaModelFact",
-    "ProgramFacts", "analyze", "wrapped_paths", "method_info", "Function", "Lib", "WrappedMethod",
-]

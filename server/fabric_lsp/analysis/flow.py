@@ -42,6 +42,7 @@ from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attr
 from fabric_lsp.analysis.torch_tables import tables
 from fabric_lsp.analysis.values import (
     JUST_UNKNOWN,
+    Unknown,
     NOTHING,
     SINGLE,
     UNKNOWN,
@@ -71,11 +72,21 @@ MAX_SET = 64  # values in one set; past it, the set keeps the first ones (in a f
 MAX_CONSTANTS = 8
 MAX_MRO = 40
 STEPS_PER_SCOPE = 60  # interpretations allowed per scope of the program, on average
+MIN_STEPS = 1000
 MAX_LOOP_PASSES = 3
 MAX_CALL_VALUES = 32  # callees tried at one call site
+MAX_PARTIAL_DEPTH = 4
 
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
+_TRUE = frozenset({const(True)})
+# Decorators known to leave the decorated function called as it is written.
+TRANSPARENT_DECORATORS = frozenset((
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "cached_property", "abstractmethod",
+    "wraps", "no_grad", "inference_mode", "enable_grad", "lru_cache", "cache", "override", "overload", "final",
+    "contextmanager", "asynccontextmanager", "rank_zero_only", "total_ordering", "singledispatch", "deprecated",
+    "dataclass", "jit", "script", "ignore", "unused",
+))
 _RETURNS_SELF = frozenset(
     ("eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "apply",
      "to_empty", "share_memory", "type", "xpu")
@@ -118,7 +129,7 @@ class Event:
 
 
 class _Frame:
-    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values")
+    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -129,6 +140,7 @@ class _Frame:
         self.cells: dict[str, frozenset] = {}
         self.statement: ast.AST | None = None
         self.self_values: frozenset = NOTHING
+        self.expecting = False  # inside `with pytest.raises(...)`: the code expects an error here
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -140,6 +152,7 @@ class _Frame:
         other.cells = self.cells
         other.statement = self.statement
         other.self_values = self.self_values
+        other.expecting = self.expecting
         return other
 
     def merge(self, other: "_Frame") -> None:
@@ -166,17 +179,16 @@ class ProgramView:
     def segment(self, path: str, node: ast.AST) -> str: ...
 
 
-def _widen(values: frozenset) -> frozenset:
-    """Bound a set: more than a few constants become UNKNOWN (the rules read constants only where a
-    handful of literals is chosen between: strategies, registry keys, method names)."""
-    if len(values) <= MAX_CONSTANTS:
-        return values
-    constants = [v for v in values if isinstance(v, Const)]
-    if len(constants) > MAX_CONSTANTS:
-        values = frozenset(v for v in values if not isinstance(v, Const)) | JUST_UNKNOWN
-    if len(values) > MAX_SET:
-        values = frozenset(sorted(values, key=_sort_key)[:MAX_SET]) | JUST_UNKNOWN
-    return values
+# Bounds on one set. More than MAX_CONSTANTS constants: the constants become UNKNOWN (the rules read
+# constants only where a handful of literals is chosen between: strategies, registry keys, method
+# names). More than MAX_SET values (a decorator that receives every function of a module, a registry
+# of hundreds of classes): only what the rules follow is kept, with UNKNOWN. Either way the set keeps
+# that form from then on, so it never changes back and forth and the fixed point is still reached.
+_FOLLOWED = (Wrapped, WrappedMethod, FabricValue)
+
+
+def _saturated(values: frozenset) -> frozenset:
+    return frozenset(v for v in values if isinstance(v, _FOLLOWED)) | JUST_UNKNOWN
 
 
 def class_key(scope: ir.Scope) -> Class:
@@ -195,7 +207,7 @@ class Solver:
         self._queue: list[int] = []
         self._queued: set[int] = set()
         self.steps = 0
-        self.max_steps = STEPS_PER_SCOPE * max(1, len(scopes)) + 1000
+        self.max_steps = STEPS_PER_SCOPE * max(1, len(scopes)) + MIN_STEPS
         self.bound_hit: str | None = None
         self.classes: dict[Class, ir.Scope] = {}
         for scope in scopes:
@@ -203,6 +215,9 @@ class Solver:
                 self.classes[class_key(scope)] = scope
         self._mro_cache: dict[Class, tuple] = {}
         self._subclass_cache: dict[Class, list] = {}
+        self._saturated: set[tuple] = set()
+        self._sort_keys: dict = {}
+        self._without_constants: set[tuple] = set()
         self._events: list[Event] = []
         self._strategies: dict[int, Strategy] = {}
 
@@ -225,18 +240,41 @@ class Solver:
         if not values:
             return
         old = self.tables.get(key)
-        if old is None:
-            self.tables[key] = _widen(values)
-        else:
-            new = old | values
-            if len(new) == len(old):
-                return
-            self.tables[key] = _widen(new)
+        # A set that outgrew a bound keeps the bound's form for good (see the bounds above): filtering what
+        # arrives, rather than the union, is what keeps it from changing back and forth.
+        if key in self._saturated:
+            values = frozenset(v for v in values if isinstance(v, _FOLLOWED))
+        elif key in self._without_constants:
+            values = frozenset(v for v in values if not isinstance(v, Const))
+        new = values if old is None else old | values
+        if old is not None and len(new) == len(old):
+            return
+        if key not in self._without_constants and sum(isinstance(v, Const) for v in new) > MAX_CONSTANTS:
+            self._without_constants.add(key)
+            new = frozenset(v for v in new if not isinstance(v, Const)) | JUST_UNKNOWN
+        if len(new) > MAX_SET and key not in self._saturated:
+            self._saturated.add(key)
+            new = _saturated(new)
+        if old is not None and new == old:
+            return
+        self.tables[key] = new
         for reader in self.readers.get(key, ()):
             self._enqueue(reader)
         if key[0] == "bases":
             self._mro_cache.clear()
             self._subclass_cache.clear()
+
+    def ordered(self, values: Iterable) -> list:
+        """Values in an order that is the same in every process (sets iterate by hash)."""
+        keys = self._sort_keys
+        found = []
+        for value in values:
+            key = keys.get(value)
+            if key is None:
+                key = keys[value] = _sort_key(value)
+            found.append((key, value))
+        found.sort(key=lambda item: item[0])
+        return [value for _, value in found]
 
     def _enqueue(self, index: int) -> None:
         if index not in self._queued:
@@ -289,7 +327,7 @@ class Solver:
     # -- parameters ------------------------------------------------------------------------------
     def _bind_parameters(self, frame: _Frame) -> None:
         scope = frame.scope
-        entry = self.program.is_entry(scope)
+        entry = self.program.is_entry(scope) or bool(self.read(("escaped", id(scope))))
         method = scope.class_scope is not None and scope.kind == ir.FUNCTION
         kind = scope.method_kind if method else None
         for index, param in enumerate(scope.params):
@@ -500,6 +538,9 @@ class Solver:
         node = statement[3]
         frame.statement = node
         outer_meta = frame.meta
+        outer_expecting = frame.expecting
+        if any(_expects_error(item.context_expr) for item in getattr(node, "items", ())):
+            frame.expecting = True
         for context_expr, target in statement[1]:
             values = self.ev(context_expr, frame)
             tag = self._meta_context(values, node, frame)
@@ -509,6 +550,7 @@ class Solver:
                 self.assign(target, JUST_UNKNOWN, frame)
         self._exec(statement[2], frame)
         frame.meta = outer_meta
+        frame.expecting = outer_expecting
 
     def _meta_context(self, values: frozenset, node: ast.AST, frame: _Frame) -> MetaTag | None:
         fabrics = set()
@@ -544,10 +586,30 @@ class Solver:
     def _s_def(self, statement, frame: _Frame) -> None:
         _, name, child, decorators, node = statement
         frame.statement = node
-        for decorator in decorators:
-            self.ev(decorator, frame)
+        function = frozenset({Function(child)})
+        for decorator, decorator_node in zip(decorators, node.decorator_list):
+            values = self.ev(decorator, frame)
+            if _last_name(decorator_node) in TRANSPARENT_DECORATORS:
+                continue
+            # The decorator gets the function: a project decorator is followed (it may call it or
+            # keep it); anything else (a registry, a CLI framework) may call it with anything.
+            call = _Call(decorator_node, decorator, [(False, function)], [], frame)
+            for value in self.ordered(values):
+                if isinstance(value, Function) and not value.external:
+                    self.call_value(value, call)
+                else:
+                    self._escape(function)
         self._define(child, frame)
-        self.assign(("name", name), frozenset({Function(child)}), frame)
+        self.assign(("name", name), function, frame)
+
+    def _escape(self, values: frozenset) -> None:
+        """Functions reaching code the analysis does not follow (a library call, an unknown object):
+        they may be called from there with anything, so their parameters take what annotations say."""
+        for value in values:
+            if isinstance(value, Function) and not value.external:
+                self.write(("escaped", id(value.scope)), _TRUE)
+            elif isinstance(value, Bound) and not value.function.external:
+                self.write(("escaped", id(value.function.scope)), _TRUE)
 
     def _define(self, child: ir.Scope, frame: _Frame) -> None:
         for param in child.params:
@@ -698,6 +760,8 @@ class Solver:
             found = frame.env.get(name)
             if found is not None:
                 return found
+            if name in scope.assigned:
+                return NOTHING  # bound further down (or on another path): not yet here
             return self._global(scope.path, name)
         if kind == ir.CLASS:
             found = frame.env.get(name)
@@ -748,9 +812,9 @@ class Solver:
         return self.subscript(objects, keys)
 
     def _e_tuple(self, expr, frame) -> frozenset:
-        # A tuple display is a container of its own (keyed by its IR node): values never embed sets,
+        # A tuple display is a container of its own (keyed by its node): values never embed sets,
         # so they keep their identity while what they hold grows.
-        return self._sequence(expr[1], expr, frame)
+        return self._sequence(expr[1], expr[2], frame)
 
     def _e_list(self, expr, frame) -> frozenset:
         return self._sequence(expr[1], expr[2], frame)
@@ -837,8 +901,16 @@ class Solver:
                 args.append((False, self.ev(arg, frame)))
         kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
         call = _Call(node, func_expr, args, kwargs, frame)
+        if any(_opaque(callee) for callee in callees):
+            for _, values in args:
+                self._escape(values)
+            for _, values in kwargs:
+                self._escape(values)
+        if len(callees) == 1:
+            for callee in callees:
+                return self.call_value(callee, call)
         result = NOTHING
-        for index, callee in enumerate(sorted(callees, key=_sort_key)):
+        for index, callee in enumerate(self.ordered(callees)):
             if index >= MAX_CALL_VALUES:
                 result = result | JUST_UNKNOWN
                 break
@@ -1060,13 +1132,15 @@ class Solver:
         if isinstance(callee, Special):
             return self._special_call(callee, call)
         if isinstance(callee, Partial):
+            if call.depth >= MAX_PARTIAL_DEPTH:  # partial(partial(...)) or a partial of itself
+                return JUST_UNKNOWN
             site = callee.site
             width = max((v.value for v in self.read(("arity", site)) if isinstance(v, Const)), default=0)
             bound = [(False, self.read(("element", site, const(index)))) for index in range(width)]
             keywords = [(name, self.read(("partial_keyword", site, name))) for name in _keyword_names(site)]
-            inner = _Call(call.node, call.func_expr, bound + call.args, keywords + call.kwargs, call.frame)
+            inner = _Call(call.node, call.func_expr, bound + call.args, keywords + call.kwargs, call.frame, call.depth + 1)
             result = NOTHING
-            for function in sorted(self.read(("partial_function", site)), key=_sort_key):
+            for function in self.ordered(self.read(("partial_function", site))):
                 result = result | self.call_value(function, inner)
             return result
         if isinstance(callee, Instance) and isinstance(callee.cls, Class):
@@ -1201,7 +1275,7 @@ class Solver:
         for value in sorted(values, key=_sort_key):
             if isinstance(value, Container):
                 for key in sorted(self.read(("keys", value.site)), key=_sort_key):
-                    if key.kind == "str":
+                    if isinstance(key, Const) and key.kind == "str":
                         found.append((key.value, self.read(("element", value.site, key))))
                 anywhere = self.read(("element", value.site, ANY_KEY))
                 if anywhere:
@@ -1421,9 +1495,12 @@ class Solver:
             functions = call.positional(0) | call.keyword("function")
             if not functions:
                 return JUST_UNKNOWN
-            inner = _Call(call.node, call.func_expr, [(False, frozenset({fabric}))] + call.args[1:], call.kwargs, frame)
+            if call.depth >= MAX_PARTIAL_DEPTH:
+                return JUST_UNKNOWN
+            inner = _Call(call.node, call.func_expr, [(False, frozenset({fabric}))] + call.args[1:], call.kwargs, frame,
+                          call.depth + 1)
             result = NOTHING
-            for function in sorted(functions, key=_sort_key):
+            for function in self.ordered(functions):
                 result = result | self.call_value(function, inner)
             return result
         return JUST_UNKNOWN
@@ -1620,19 +1697,21 @@ class Solver:
         self._event_at(kind, call.node, call.frame, **data)
 
     def _event_at(self, kind: str, node, frame: _Frame, **data) -> None:
-        if frame.scope is self.current:  # not for calls made while reading a property after the solve
-            self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
+        if frame.expecting and kind in _EXPECTED_KINDS:
+            return  # `with pytest.raises(...)`: the error is what the test wants
+        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
 
 
 class _Call:
-    __slots__ = ("node", "func_expr", "args", "kwargs", "frame")
+    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth")
 
-    def __init__(self, node, func_expr, args, kwargs, frame) -> None:
+    def __init__(self, node, func_expr, args, kwargs, frame, depth: int = 0) -> None:
         self.node = node
         self.func_expr = func_expr
         self.args = args  # [(starred, values)]
         self.kwargs = kwargs  # [(name | None, values)]
         self.frame = frame
+        self.depth = depth  # calls made to carry this one out (partials, launch)
 
     def positional(self, index: int) -> frozenset:
         if index < len(self.args):
@@ -1671,6 +1750,46 @@ def library_defines(qualified: str, name: str) -> bool:
         attributes = facts.attributes if facts is not None else nn_module_attributes()
         return name in attributes or name.startswith("__")
     return name.startswith("__") or qualified.startswith("builtins.")
+
+
+_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build"))
+_EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
+
+
+def _expects_error(expr: ast.AST) -> bool:
+    """`pytest.raises(...)`, `pytest.warns(...)`, `self.assertRaises(...)` as a context manager."""
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in _EXPECTING_CALLS
+
+
+def _last_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+_MODELED_LIBRARY = ("functools.partial", "builtins.")
+
+
+def _opaque(callee) -> bool:
+    """Is this a callee whose body the analysis does not follow (what it does with functions it gets
+    is unknown)? Library calls with modelled semantics, project functions and classes are not."""
+    if isinstance(callee, Unknown):
+        return True
+    if isinstance(callee, Function) and callee.external:
+        return True
+    if isinstance(callee, Bound) and callee.function.external:
+        return True
+    if isinstance(callee, Lib):
+        return not callee.qualified.startswith(_MODELED_LIBRARY) and callee.qualified not in FABRIC_CLASS_NAMES
+    if isinstance(callee, Special):
+        return callee.kind == "lib_method"
+    return False
 
 
 def _keyword_names(site) -> list[str]:

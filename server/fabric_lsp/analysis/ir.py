@@ -17,7 +17,7 @@ Expression forms                                  Statement forms
   ("call", func, args, kwargs, node)                ("if", test, body, orelse)
       args: expr | ("star", expr)                   ("for", pattern, iter, body, orelse)
       kwargs: (name | None, expr)                   ("while", test, body, orelse)
-  ("tuple", elts) / ("list", elts, node)            ("with", ((expr, pattern | None), ...), body, node)
+  ("tuple", elts, node) / ("list", elts, node)      ("with", ((expr, pattern | None), ...), body, node)
   ("dict", ((key | None, value), ...), node)        ("try", body, ((name | None, body), ...), orelse, final)
   ("join", alternatives, evaluated_first)           ("def", name, Scope, decorators, node)
   ("comp", kind, elt, generators, node)             ("class", name, Scope, bases, keywords, decorators, node)
@@ -67,6 +67,8 @@ class Scope:
     declared_nonlocal: set[str] = field(default_factory=set)
     read_free: set[str] = field(default_factory=set)  # names read here and bound in no local way
     cellvars: set[str] = field(default_factory=set)  # locals read by nested scopes
+    names_used: set[str] = field(default_factory=set)  # module scopes: names and attribute names read
+    attributes_assigned: set[str] = field(default_factory=set)  # module scopes: `x.<name> = ...`, setattr
     class_scope: "Scope | None" = None  # for a function defined directly in a class body: that class
     parent: "Scope | None" = None  # enclosing function/module scope (class bodies are skipped, as in Python)
     children: list["Scope"] = field(default_factory=list)
@@ -109,6 +111,8 @@ class _Builder:
     def __init__(self, source: SourceFile) -> None:
         self.source = source
         self.path = source.path
+        self.names: set[str] = set()  # names and attribute names read (for "is this function called?")
+        self.attributes: set[str] = set()  # attribute names assigned (`x.name = ...`, setattr)
 
     # -- scopes ------------------------------------------------------------------------------
     def module_scope(self, tree: ast.Module) -> Scope:
@@ -124,11 +128,17 @@ class _Builder:
             translated, scope_facts, children = cached[1], cached[2], cached[3]
         else:
             holder = Scope(MODULE, "<module>", "", self.path, statement)
+            saved = self.names, self.attributes
+            self.names, self.attributes = set(), set()
             translated = self.statements([statement], holder)
-            scope_facts = (set(holder.assigned), set(holder.declared_global), set(holder.read_free))
+            scope_facts = (set(holder.assigned), set(holder.declared_global), set(holder.read_free),
+                           frozenset(self.names), frozenset(self.attributes))
+            self.names, self.attributes = saved
             children = list(holder.children)
             statement.__dict__["_fabric_lsp_ir"] = (self.path, translated, scope_facts, children)
-        assigned, declared, read_free = scope_facts
+        assigned, declared, read_free, names_used, attributes = scope_facts
+        module.names_used |= names_used
+        module.attributes_assigned |= attributes
         module.assigned |= assigned
         module.declared_global |= declared
         module.read_free |= read_free
@@ -306,6 +316,7 @@ class _Builder:
             scope.assigned.add(node.id)
             return ("name", node.id)
         if kind is ast.Attribute:
+            self.attributes.add(node.attr)
             return ("attr", self.expr(node.value, scope), node.attr, node)
         if kind is ast.Subscript:
             return ("sub", self.expr(node.value, scope), self.expr(node.slice, scope), node)
@@ -324,12 +335,18 @@ class _Builder:
     def expr(self, node: ast.AST, scope: Scope) -> tuple:
         kind = type(node)
         if kind is ast.Name:
+            self.names.add(node.id)
             if node.id not in scope.assigned:
                 scope.read_free.add(node.id)
             return ("name", node.id)
         if kind is ast.Attribute:
+            self.names.add(node.attr)
             return ("attr", self.expr(node.value, scope), node.attr, node)
         if kind is ast.Call:
+            if type(node.func) is ast.Name and node.func.id == "setattr":
+                name = node.args[1] if len(node.args) >= 2 else None
+                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+                self.attributes.add(name.value if literal else "*")
             args = []
             for argument in node.args:
                 if type(argument) is ast.Starred:
@@ -346,7 +363,7 @@ class _Builder:
         if kind is ast.Subscript:
             return ("sub", self.expr(node.value, scope), self.expr(node.slice, scope), node)
         if kind is ast.Tuple:
-            return ("tuple", self.elements(node.elts, scope))
+            return ("tuple", self.elements(node.elts, scope), node)
         if kind is ast.List:
             return ("list", self.elements(node.elts, scope), node)
         if kind is ast.Dict:
@@ -377,7 +394,7 @@ class _Builder:
                 conditions = tuple(self.expr(c, scope) for c in generator.ifs)
                 generators.append((target, iterable, conditions))
             if kind is ast.DictComp:
-                element = ("tuple", (self.expr(node.key, scope), self.expr(node.value, scope)))
+                element = ("tuple", (self.expr(node.key, scope), self.expr(node.value, scope)), node)
                 comp_kind = "dict"
             else:
                 element = self.expr(node.elt, scope)

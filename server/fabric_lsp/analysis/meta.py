@@ -9,11 +9,11 @@ import ast
 from dataclasses import dataclass
 
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass
-from fabric_lsp.analysis.imports import normalize_torch_name
+from fabric_lsp.analysis.imports import ImportTable, normalize_torch_name
+from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.modules import ModuleAnalyzer, OwnedTensor, _constructor_calls
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import library_module_facts
-from fabric_lsp.analysis.values import Class
 
 _MAX_TREE_DEPTH = 12
 
@@ -30,25 +30,35 @@ class Offender:
 
 def patched_classes(sources) -> set[str]:
     """Classes given a reset_parameters by assignment, e.g. Lightning's demo's
-    `nn.MultiheadAttention.reset_parameters = nn.MultiheadAttention._reset_parameters`."""
+    `nn.MultiheadAttention.reset_parameters = nn.MultiheadAttention._reset_parameters` (which
+    `import lightning.pytorch.demos` does for the whole process)."""
     patched: set[str] = set()
     for source in sources:
-        cached = source.__dict__.get("_fabric_lsp_patched")
-        if cached is None:
-            from fabric_lsp.analysis.imports import ImportTable
-
-            imports = ImportTable(source.tree)
-            cached = set()
-            if "reset_parameters" in source.text:
-                for node in ast.walk(source.tree):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-                    for target in targets:
-                        if isinstance(target, ast.Attribute) and target.attr == "reset_parameters":
-                            qualified = imports.qualify(target.value)
-                            cached.add(normalize_torch_name(qualified) if qualified else source.segment(target.value))
-            source.__dict__["_fabric_lsp_patched"] = cached
-        patched |= cached
+        if "reset_parameters" not in source.text and "demos" not in source.text:
+            continue
+        imports = ImportTable(source.tree)
+        if any(q.startswith(_DEMOS) for q in imports.names.values()) or "lightning.pytorch.demos" in source.text:
+            patched.add("torch.nn.MultiheadAttention")
+        for statement in source.tree.body:
+            cached = statement.__dict__.get("_fabric_lsp_patched")
+            if cached is None:
+                cached = statement.__dict__["_fabric_lsp_patched"] = _patched_in(statement, imports, source)
+            patched |= cached
     return patched
+
+
+_DEMOS = ("lightning.pytorch.demos", "pytorch_lightning.demos")
+
+
+def _patched_in(statement: ast.stmt, imports: ImportTable, source: SourceFile) -> frozenset[str]:
+    found = set()
+    for node in walk(statement):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == "reset_parameters":
+                qualified = imports.qualify(target.value)
+                found.add(normalize_torch_name(qualified) if qualified else source.segment(target.value))
+    return frozenset(found)
 
 
 class MetaAnalyzer:

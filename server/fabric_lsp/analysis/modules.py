@@ -478,6 +478,10 @@ def _constructor_calls(value: ast.AST) -> list[ast.Call]:
             pending.append(node.value)
         elif isinstance(node, ast.Starred):
             pending.append(node.value)
+        elif isinstance(node, ast.IfExp):  # `Linear(...) if cfg.x else Router(cfg)`: either may be built
+            pending.extend((node.body, node.orelse))
+        elif isinstance(node, ast.BoolOp):
+            pending.extend(node.values)
     return calls
 
 

@@ -31,11 +31,12 @@ from fabric_lsp.analysis.project import (
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
-from fabric_lsp.walk import discover, read_source
+from fabric_lsp.walk import SKIP_DIRS, ExcludeMatcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
 
 MAX_EXTERNAL_HOPS = 12  # re-exports followed through library packages
+
 
 
 @dataclass
@@ -96,6 +97,8 @@ class Program:
     assigned_attributes: frozenset[str]  # every `x.<name> = ...` and setattr(x, "<name>") name
     notices: list[str] = field(default_factory=list)
     solver: Solver | None = None
+    jedi: object = None  # workspace.Workspace, for library names (see _external_lookup)
+    _jedi_asked: set = field(default_factory=set)
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
     _external_static: dict = field(default_factory=dict)
 
@@ -130,7 +133,9 @@ class Program:
         return source.segment(node) if source is not None else ""
 
     def is_entry(self, scope: ir.Scope) -> bool:
-        """A function (or class) nothing in the program names: called from outside (a CLI, a framework)."""
+        """A function (or class) nothing in the program names: called from outside (a CLI, a
+        framework). Functions that reach code the analysis does not follow are found by the
+        value flow (flow.Solver: "escaped")."""
         return scope.name not in self.referenced
 
     def attribute_assigned(self, name: str) -> bool:
@@ -162,14 +167,16 @@ class Program:
         if isinstance(owner, Module):
             if owner.path.endswith(".py"):
                 source = self.external_source(owner.path)
-                body = source.tree.body if source is not None else []
+                body = _module_level(source.tree.body) if source is not None else []
             else:
                 body, source = [], None
             value = self._binding_in(body, name, source, owner.path, None, hops) if source is not None else None
             if value:
                 return value
             sub = self.submodule(Module(owner.path, True), name)
-            return frozenset({sub}) if sub is not None else frozenset()
+            if sub is not None:
+                return frozenset({sub})
+            return self.ask_jedi(owner.path, name) if source is not None else frozenset()
         if isinstance(owner, Class):
             node = self.external_class_node(owner)
             if node is None:
@@ -179,37 +186,80 @@ class Program:
         return frozenset()
 
     def _binding_in(self, body, name: str, source: SourceFile, path: str, cls: Class | None, hops: int):
+        """What the statements `body` bind `name` to: the last binding we can read (a def, a class,
+        an import, `Name = OtherName`); None when none of them is one."""
         found = None
         for statement in body:
+            candidate = None
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
                 qualname = f"{cls.qualname}.{name}" if cls is not None else name
-                found = frozenset({Function((path, qualname, statement), external=True)})
+                candidate = frozenset({Function((path, qualname, statement), external=True)})
             elif isinstance(statement, ast.ClassDef) and statement.name == name:
                 qualname = f"{cls.qualname}.{name}" if cls is not None else name
-                found = frozenset({Class(path, qualname, statement.lineno, external=True)})
+                candidate = frozenset({Class(path, qualname, statement.lineno, external=True)})
             elif isinstance(statement, ast.ImportFrom) and cls is None:
                 for alias in statement.names:
                     if (alias.asname or alias.name) == name and alias.name != "*":
                         base = self._import_value(statement.module or "", path, statement.level)
                         if isinstance(base, Lib):
-                            found = frozenset({Lib(base.qualified + "." + alias.name)})
+                            candidate = frozenset({Lib(base.qualified + "." + alias.name)})
                         elif isinstance(base, Module):
-                            found = self._external_lookup(base, alias.name, hops + 1) or frozenset()
+                            candidate = self._external_lookup(base, alias.name, hops + 1) or None
             elif isinstance(statement, ast.Import) and cls is None:
                 for alias in statement.names:
                     bound = alias.asname or alias.name.split(".")[0]
                     if bound == name:
                         value = self._import_value(alias.name if alias.asname else bound, path, 0)
-                        found = frozenset({value}) if value is not None else None
+                        candidate = frozenset({value}) if value is not None else None
             elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 target = statement.targets[0]
                 if isinstance(target, ast.Name) and target.id == name:
                     value = statement.value
                     if isinstance(value, ast.Name) and value.id != name:
-                        found = self._binding_in(body, value.id, source, path, cls, hops + 1)
-                    else:
-                        found = None
+                        candidate = self._binding_in(body, value.id, source, path, cls, hops + 1)
+            if candidate:
+                found = candidate
         return found
+
+    def ask_jedi(self, path: str, name: str) -> frozenset:
+        """A library module's name that its binding statements do not answer (a lazy loader, names
+        made by code): jedi's answer, at most JEDI_QUESTIONS_PER_PROGRAM distinct questions per
+        program (counted per program, so the answer never depends on what another program asked)."""
+        if self.jedi is None or self.resolver.in_project(path):
+            return frozenset()
+        from fabric_lsp.analysis.workspace import JEDI_QUESTIONS_PER_PROGRAM
+
+        key = (path, name)
+        if key not in self._jedi_asked:
+            if len(self._jedi_asked) >= JEDI_QUESTIONS_PER_PROGRAM:
+                if len(self._jedi_asked) == JEDI_QUESTIONS_PER_PROGRAM:
+                    self._jedi_asked.add(None)
+                    self.notices.append(f"{self.root}: more than {JEDI_QUESTIONS_PER_PROGRAM} library names needed "
+                                        "jedi; the others stay unknown")
+                return frozenset()
+            self._jedi_asked.add(key)
+        found = set()
+        for definition in self.jedi.module_attribute(path, name, self.notices):
+            value = self._definition_value(definition)
+            if value is not None:
+                found.add(value)
+        return frozenset(found)
+
+    def _definition_value(self, definition):
+        path = definition.path
+        if definition.kind == "module":
+            return Module(path, external=not self.resolver.in_project(path))
+        source = self.external_source(path)
+        if source is None:
+            return None
+        node, qualname = _definition_at(source.tree, definition.line)
+        if node is None:
+            return None
+        if definition.kind == "class" and isinstance(node, ast.ClassDef):
+            return Class(path, qualname, node.lineno, external=True)
+        if definition.kind == "function" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return Function((path, qualname, node), external=True)
+        return None
 
     def _import_value(self, dotted: str, from_path: str, level: int):
         if level == 0 and dotted.split(".")[0] in OPAQUE_ROOTS:
@@ -277,29 +327,102 @@ class Program:
         return self.sources.get(path) or self.external_source(path)
 
 
-def _walk_project(root: str, exclude, max_files: int) -> list[str]:
+MAX_WALKED_FILES = 20000
+_walks_lock = threading.Lock()
+_walks: dict[tuple, tuple[list[str], list[tuple[str, int]]]] = {}
+
+
+def project_paths(root: str, exclude, checked) -> list[str]:
+    """The project's Python files (the folders `check` would walk) and the checked files. The walk
+    is kept while no folder of it changed (a file added, removed or renamed changes its folder)."""
+    key = (root, tuple(exclude))
+    with _walks_lock:
+        known = _walks.get(key)
+    if known is not None and all(_mtime(folder) == mtime for folder, mtime in known[1]):
+        files = known[0]
+    else:
+        files, folders = _walk_python_files(root, exclude)
+        with _walks_lock:
+            _walks[key] = (files, folders)
+            while len(_walks) > 16:
+                _walks.pop(next(iter(_walks)))
+    known_files = set(files)
+    return files + [path for path in checked if path not in known_files and not known_files.add(path)]
+
+
+def _mtime(path: str) -> int | None:
     try:
-        files, _ = discover([root], exclude, root)
-    except (OSError, FileNotFoundError):
-        return []
-    return files[:max_files * 4]
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
-def build_programs(root: str, checked: list[str], overlays: dict[str, str], library_path,
-                   exclude=(), max_file_size: int = 2 * 1024 * 1024) -> tuple[list[Program], tuple[str, ...]]:
-    """The programs of the project at `root` that the files `checked` take part in: one per group of
-    files connected by imports (files that import nothing of each other's share no value, so each
-    group is solved on its own and gives the same answer whatever else is checked with it). The
-    files `checked` are considered even when the walk would skip them (an explicit argument, an
-    excluded file open in the editor)."""
+def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]]]:
+    """Like walk.discover for one folder (same folders skipped, links followed once), without
+    resolving every file's real path, and with the folders seen and their modification times."""
+    matcher = ExcludeMatcher(exclude, root)
+    files: list[str] = []
+    folders: list[tuple[str, int]] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [root]
+    while pending and len(files) < MAX_WALKED_FILES:
+        folder = pending.pop()
+        try:
+            info = os.stat(folder)
+            identity = (info.st_dev, info.st_ino)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            folders.append((folder, info.st_mtime_ns))
+            with os.scandir(folder) as scanned:
+                children = sorted(scanned, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        below = []
+        for entry in children:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if not name.startswith(".") and name not in SKIP_DIRS and not matcher.excluded(entry.path, True):
+                    below.append(entry.path)
+            elif name.endswith(".py") and not matcher.excluded(entry.path, False):
+                files.append(entry.path)
+        pending.extend(reversed(below))
+    return sorted(files), folders
+
+
+@dataclass
+class Plan:
+    """What a project's programs are, found from the files' text without parsing them: the files
+    read, the import graph between them, and the groups of files that form one program each."""
+
+    root: str
+    resolver: Resolver
+    entries: dict[str, FileEntry]
+    imports_of: dict[str, list[str]]
+    groups: list[list[str]]  # each a program's files, sorted
+    group_of: dict[str, int]
+
+    @property
+    def walked(self) -> tuple[str, ...]:
+        return tuple(sorted(self.entries))
+
+    def groups_of(self, paths) -> list[int]:
+        return sorted({self.group_of[p] for p in paths if p in self.group_of})
+
+
+def plan_project(root: str, checked: list[str], overlays: dict[str, str], library_path,
+                 exclude=(), max_file_size: int = 2 * 1024 * 1024) -> Plan:
+    """The programs of the project at `root`: one per group of files connected by imports (files
+    that import nothing of each other's share no value, so each group is solved on its own and gives
+    the same answer whatever else is checked with it). The files `checked` are considered even when
+    the walk would skip them (an explicit argument, an excluded file open in the editor)."""
     root = os.path.abspath(root)
     resolver = Resolver(root, library_path)
-    paths = _walk_project(root, exclude, MAX_PROGRAM_FILES)
-    walked = set(paths)
-    for path in checked:
-        if path not in walked:
-            paths.append(path)
-            walked.add(path)
+    paths = project_paths(root, exclude, checked)
     entries: dict[str, FileEntry] = {}
     for path in paths:
         entry = file_entry(path, overlays, max_file_size)
@@ -330,7 +453,7 @@ def build_programs(root: str, checked: list[str], overlays: dict[str, str], libr
             if target not in members:
                 members.add(target)
                 pending.append(target)
-    # Groups of members connected by imports (either way); keep those holding a checked file.
+    # Groups of members connected by imports (either way).
     group_of: dict[str, int] = {}
     groups: list[list[str]] = []
     for start in sorted(members):
@@ -347,11 +470,21 @@ def build_programs(root: str, checked: list[str], overlays: dict[str, str], libr
                     group_of[other] = len(groups)
                     group.append(other)
         groups.append(sorted(group))
-    wanted = sorted({group_of[p] for p in checked if p in group_of})
-    programs = []
-    for number in wanted:
-        programs.append(_program(root, resolver, groups[number], entries, imports_of, checked))
-    return programs, tuple(sorted(entries))
+    return Plan(root, resolver, entries, imports_of, groups, group_of)
+
+
+def build_programs(root: str, checked: list[str], overlays: dict[str, str], library_path,
+                   exclude=(), max_file_size: int = 2 * 1024 * 1024) -> tuple[list[Program], tuple[str, ...]]:
+    """The programs (see plan_project) that the files `checked` take part in, and the files read."""
+    plan = plan_project(root, checked, overlays, library_path, exclude, max_file_size)
+    programs = [program_of(plan, number, checked) for number in plan.groups_of(checked)]
+    return programs, plan.walked
+
+
+def program_of(plan: Plan, number: int, checked: list[str], jedi=None) -> Program:
+    program = _program(plan.root, plan.resolver, plan.groups[number], plan.entries, plan.imports_of, checked)
+    program.jedi = jedi
+    return program
 
 
 def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str, FileEntry],
@@ -379,9 +512,43 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
         sources[path] = source
         module_scopes[path] = scope
     scopes = _ordered_scopes(module_scopes, imports_of)
-    referenced, assigned_attributes = _names_used(sources.values())
-    return Program(root, resolver, sources, scopes, module_scopes, tuple(checked), referenced, assigned_attributes,
-                   notices)
+    referenced, assigned_attributes = _names_used(module_scopes.values())
+    return Program(root, resolver, sources, scopes, module_scopes, tuple(checked), referenced,
+                   assigned_attributes, notices)
+
+
+def _module_level(body: list) -> list:
+    """A module's top-level statements, with those of its top-level `if`/`try` blocks
+    (`if TYPE_CHECKING:`, `try: import x except ImportError: x = None`) in the same order."""
+    found = []
+    for statement in body:
+        if isinstance(statement, ast.If):
+            found.extend(_module_level(statement.body))
+            found.extend(_module_level(statement.orelse))
+        elif isinstance(statement, ast.Try) or type(statement).__name__ == "TryStar":
+            found.extend(_module_level(statement.body))
+            for handler in statement.handlers:
+                found.extend(_module_level(handler.body))
+            found.extend(_module_level(statement.orelse))
+            found.extend(_module_level(statement.finalbody))
+        else:
+            found.append(statement)
+    return found
+
+
+def _definition_at(tree: ast.Module, line: int) -> tuple[ast.AST | None, str]:
+    """The class or function whose `class`/`def` line is `line`, and its qualified name."""
+    pending = [(tree, "")]
+    while pending:
+        node, prefix = pending.pop()
+        for child in getattr(node, "body", []):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                if child.lineno == line:
+                    return child, name
+                if child.lineno < line <= (child.end_lineno or child.lineno):
+                    pending.append((child, name + "."))
+    return None, ""
 
 
 def _ordered_scopes(module_scopes: dict[str, ir.Scope], imports_of: dict[str, list[str]]) -> list[ir.Scope]:
@@ -414,30 +581,14 @@ def _ordered_scopes(module_scopes: dict[str, ir.Scope], imports_of: dict[str, li
     return modules + classes + functions
 
 
-def _names_used(sources) -> tuple[frozenset[str], frozenset[str]]:
+def _names_used(module_scopes) -> tuple[frozenset[str], frozenset[str]]:
+    """Every name the files read (names and attribute names) and every attribute name they assign
+    (collected while translating, per top-level statement)."""
     referenced: set[str] = set()
     assigned: set[str] = set()
-    for source in sources:
-        cached = source.__dict__.get("_fabric_lsp_names")
-        if cached is None:
-            names: set[str] = set()
-            attributes: set[str] = set()
-            for node in ast.walk(source.tree):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    names.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    if isinstance(node.ctx, ast.Load):
-                        names.add(node.attr)
-                    else:
-                        attributes.add(node.attr)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-                    if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                        attributes.add(node.args[1].value)
-                    else:
-                        attributes.add("*")
-            cached = source.__dict__["_fabric_lsp_names"] = (frozenset(names), frozenset(attributes))
-        referenced |= cached[0]
-        assigned |= cached[1]
+    for scope in module_scopes:
+        referenced |= scope.names_used
+        assigned |= scope.attributes_assigned
     return frozenset(referenced), frozenset(assigned)
 
 

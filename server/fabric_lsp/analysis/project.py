@@ -166,6 +166,8 @@ class Resolver:
         self.root = os.path.abspath(self.root)
         self.package_roots = declared_package_roots(self.root)
         self._library_path: tuple[str, ...] | None = None
+        self._inside: dict[str, bool] = {}
+        self._search: dict[tuple, list[str]] = {}
 
     @property
     def library_path(self) -> tuple[str, ...]:
@@ -175,17 +177,29 @@ class Resolver:
         return self._library_path
 
     def in_project(self, path: str) -> bool:
-        path = os.path.abspath(path)
-        if not (path + os.sep).startswith(self.root + os.sep):
-            return False
-        relative = os.path.relpath(path, self.root).split(os.sep)
-        return not any(part in ("site-packages", "dist-packages") or part.startswith(".") for part in relative[:-1])
+        folder = os.path.dirname(path)
+        known = self._inside.get(folder)
+        if known is None:
+            if not (folder + os.sep).startswith(self.root + os.sep):
+                known = False
+            else:
+                relative = folder[len(self.root) + 1:].split(os.sep) if folder != self.root else []
+                known = not any(part in ("site-packages", "dist-packages") or part.startswith(".") for part in relative)
+            self._inside[folder] = known
+        return known
 
     def search_path(self, from_path: str, libraries: bool = True) -> list[str]:
         """Where an absolute import from `from_path` is looked for: the file's folder (a script's
         sys.path[0]), folders the file inserts into sys.path, the project root and its declared
         package folders, the folders between the file and the root and a `src/` in each of them,
         then the interpreter's sys.path."""
+        key = (os.path.dirname(from_path), self.inserted.get(from_path, ()), libraries)
+        known = self._search.get(key)
+        if known is None:
+            known = self._search[key] = self._search_path(from_path, libraries)
+        return known
+
+    def _search_path(self, from_path: str, libraries: bool) -> list[str]:
         folder = os.path.dirname(os.path.abspath(from_path))
         paths = [folder]
         for literal in self.inserted.get(from_path, ()):
@@ -308,7 +322,7 @@ class Resolver:
         parts = [part for part in dotted.split(".") if part]
         if not parts or parts[0] in OPAQUE_ROOTS:
             return None
-        key = ("project", dotted, from_path)
+        key = ("project", dotted, os.path.dirname(from_path) if from_path not in self.inserted else from_path)
         if key not in self._cache:
             self._cache[key] = self._descend(self.search_path(from_path, libraries=False), parts)
         return self._cache[key]

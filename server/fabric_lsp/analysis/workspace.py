@@ -2,13 +2,13 @@
 
 This is the only module that imports jedi. jedi parses; it never imports user code here:
 the analysed interpreter's sys.path is read with `-I -S` (no site hooks, no .pth code),
-jedi's helper process is our own interpreter, and unsafe extensions stay off.
+jedi's helper process is our own interpreter, and unsafe extensions stay off. jedi answers only
+for names inside libraries that their binding statements do not answer (analysis/program.py), and
+each answer is bounded by counting jedi's inference steps, never by time.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import functools
 import json
 import logging
@@ -16,12 +16,7 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
-
-from fabric_lsp.analysis import import_paths, interrupt, jedi_cache
-from fabric_lsp.analysis.incremental import checked_source, parse_text
-from fabric_lsp.analysis.source import SourceFile, parse_file
 
 log = logging.getLogger("fabric_lsp.analysis")
 
@@ -121,26 +116,59 @@ def find_interpreter(root: str | None, configured: str | None) -> str:
     return sys.executable
 
 
-_budget = threading.local()
-# One jedi call may not take longer (nor past the file's budget): interrupt.py stops it.
-JEDI_SECONDS_PER_CALL = 5.0
+class JediBudgetSpent(BaseException):
+    """Raised inside jedi when one question took more inference steps than allowed (counted, so
+    the same question stops at the same point on every run, whatever the machine's load). A
+    BaseException, so that jedi's own `except Exception` blocks let it through."""
 
 
-@contextlib.contextmanager
-def jedi_budget(seconds: float):
-    """Bound the jedi time one analysis may spend (per thread): past it, names resolve to "unknown"."""
-    previous = getattr(_budget, "deadline", None), getattr(_budget, "reported", False), getattr(_budget, "scripts", None)
-    # scripts: one jedi.Script per text for the length of one analysis (a new Script re-parses the
-    # text: ~10 ms for 100 kB, seconds for 1 MB); dropped afterwards so no answer outlives its files.
-    _budget.deadline, _budget.reported, _budget.scripts = time.monotonic() + seconds, False, {}
-    try:
-        yield
-    finally:
-        _budget.deadline, _budget.reported, _budget.scripts = previous
+# Inference steps (jedi's infer_node calls) one question may take, and questions one workspace may
+# ask while building one program: both counted, never timed.
+JEDI_STEPS_PER_QUESTION = 20000
+JEDI_QUESTIONS_PER_PROGRAM = 64
+
+_counting = threading.local()
+_hook_lock = threading.Lock()
+_hooked = False
+
+
+def _install_step_counter() -> bool:
+    """Count jedi's steps (node inferences through jedi.inference.syntax_tree.infer_node, import
+    resolutions through imports.Importer.follow and imports.import_module: all looked up on their
+    module or class at each call) and stop a question past its budget. False when this jedi has
+    none of them: then jedi is not asked at all (what it would answer stays unknown)."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return True
+        try:
+            from jedi.inference import imports, syntax_tree
+        except ImportError:
+            return False
+        targets = [(syntax_tree, "infer_node"), (imports, "import_module"), (imports.Importer, "follow")]
+        if any(getattr(owner, name, None) is None for owner, name in targets):
+            return False
+        for owner, name in targets:
+            setattr(owner, name, _counted(getattr(owner, name)))
+        _hooked = True
+        return True
+
+
+def _counted(function):
+    def counted(*args, **kwargs):
+        left = getattr(_counting, "left", None)
+        if left is not None:
+            if left <= 0:
+                raise JediBudgetSpent()
+            _counting.left = left - 1
+        return function(*args, **kwargs)
+
+    return counted
 
 
 class Workspace:
-    """Answers "where is this name defined" for files under one root."""
+    """A project root, the interpreter whose packages are analysed, the editor's unsaved buffers,
+    and jedi for names in libraries that the binding statements alone do not answer."""
 
     def __init__(self, root: str | None = None, python: str | None = None) -> None:
         self.root = os.path.abspath(root) if root else None
@@ -149,25 +177,12 @@ class Workspace:
         self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._project = None
         self._lock = threading.RLock()
-        self._goto_cache: dict[tuple, tuple[Definition, ...]] = {}
-        self._goto_texts: dict[tuple[str, str], tuple[int, list[tuple]]] = {}  # (question, path) -> (text hash, keys)
-        # Answers reused across edits of a file, while what they depend on is unchanged.
-        self._answers = jedi_cache.Answers(self.root, lambda: self.overlays, self._library_dirs)
-        self._library_dirs_found: tuple[str, ...] | None = None
+        self._answers: dict[tuple[str, str], tuple[Definition, ...]] = {}
 
-    # -- sources -------------------------------------------------------------------------------
-    def source(self, path: str) -> SourceFile | None:
-        path = os.path.abspath(path)
-        checked = checked_source(path)
-        if checked is not None:
-            return checked  # the file being analysed: the very text and tree the engine checks
-        jedi_cache.note((path,))  # the analysis depends on this file (for the `check` cache)
-        text = self.overlays.get(path)
-        if text is not None:
-            return parse_text(path, text)  # shared with other analyses, parsed incrementally
-        return parse_file(path)
+    @property
+    def library_path(self) -> tuple[str, ...]:
+        return interpreter_sys_path(self.python) or interpreter_sys_path(sys.executable) or ()
 
-    # -- jedi ----------------------------------------------------------------------------------
     @property
     def project(self):
         with self._lock:
@@ -190,132 +205,61 @@ class Workspace:
                 )
             return self._project
 
-    def _library_dirs(self) -> tuple[str, ...]:
-        if self._library_dirs_found is None:
-            sys_path = interpreter_sys_path(self.python) or interpreter_sys_path(sys.executable) or ()
-            self._library_dirs_found = jedi_cache.library_dirs_of(sys_path, self.root)
-        return self._library_dirs_found
-
-    def _imported_directly(self, source: SourceFile, node: ast.AST):
-        sys_path = interpreter_sys_path(self.python) or interpreter_sys_path(sys.executable) or ()
-        try:
-            return import_paths.resolve(source, node, self.root or os.getcwd(), sys_path, self._library_dirs(),
-                                        self.source, Definition)
-        except (OSError, ValueError, RecursionError):
-            return None
-
-    def _keep_answer(self, key: tuple, definitions: tuple[Definition, ...]) -> None:
-        """Answers for the current text of each file only: an edit makes the older ones useless
-        (answers that outlive edits are kept by jedi_cache), so memory does not grow while typing."""
-        question, path, text_hash = key[0], key[1], key[2]
-        known = self._goto_texts.get((question, path))
-        if known is None or known[0] != text_hash:
-            if known is not None:
-                for old in known[1]:
-                    self._goto_cache.pop(old, None)
-            known = self._goto_texts[(question, path)] = (text_hash, [])
-        if len(self._goto_cache) > 20000:
-            self._goto_cache.clear()
-            self._goto_texts.clear()
-            known = self._goto_texts[(question, path)] = (text_hash, [])
-        self._goto_cache[key] = definitions
-        known[1].append(key)
-
-    def goto(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
-        """Definitions of the name at node (a Name, or an Attribute's last part), following imports."""
-        return self._ask_jedi("goto", source, node)
-
-    def infer(self, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
-        """What the name at node evaluates to (e.g. the class of `model = AutoModel.from_pretrained(...)`)."""
-        return self._ask_jedi("infer", source, node)
-
-    def _ask_jedi(self, question: str, source: SourceFile, node: ast.AST) -> tuple[Definition, ...]:
-        if isinstance(node, ast.Attribute):
-            line = node.end_lineno or node.lineno
-            column = source.char_col(line, node.end_col_offset or 0) - len(node.attr)
-        elif isinstance(node, ast.Name):
-            line = node.lineno
-            column = source.char_col(line, node.col_offset)
-        else:
+    def module_attribute(self, module_path: str, name: str, notes: list[str] | None = None) -> tuple[Definition, ...]:
+        """Where `name`, read from the library module at `module_path`, is defined, as jedi finds it
+        (following re-exports, lazy loaders with TYPE_CHECKING imports, stubs). Each question gets a
+        fresh jedi Script (its own inference state), so the answer and the steps it takes are the
+        same on every run. Asked for library files only; answers are kept for the workspace's life
+        (a program counts its questions itself: analysis.program.Program.ask_jedi)."""
+        key = (module_path, name)
+        if key in self._answers:
+            return self._answers[key]
+        dotted = self._dotted(module_path)
+        if dotted is None or not name.isidentifier() or not _install_step_counter():
             return ()
-        key = (question, source.path, hash(source.text), line, column)
-        cached = self._goto_cache.get(key)
-        if cached is not None:
-            self._answers.reused(key)
-            return cached
-        stable = jedi_cache.stable_key(question, source, node, line, column, jedi_cache.import_names(source))
-        if stable is not None:
-            reused = self._answers.get(stable, source, Definition, key)
-            if reused is not None:
-                self._keep_answer(key, reused)
-                return reused
-        deadline = getattr(_budget, "deadline", None)
-        if deadline is not None and time.monotonic() > deadline:
-            if not getattr(_budget, "reported", False):
-                _budget.reported = True
-                log.warning("%s: jedi time budget spent; the rest of this file is analysed without it", source.path)
-            jedi_cache.note((jedi_cache.UNKNOWN,))  # a result that depends on time: never cached
-            return ()
-        if question == "goto":
-            direct = self._imported_directly(source, node)
-            if direct is not None:  # an unambiguous `from module import Name`: no jedi needed
-                definitions, depends_on = direct
-                jedi_cache.note(depends_on)
-                self._answers.remember_dependencies(key, depends_on)
-                self._keep_answer(key, definitions)
-                return definitions
-        definitions: tuple[Definition, ...] = ()
-        limit = JEDI_SECONDS_PER_CALL if deadline is None else min(JEDI_SECONDS_PER_CALL, deadline - time.monotonic())
-        started = time.monotonic()
+        found: tuple[Definition, ...] = ()
         try:
-            try:
-                with interrupt.bounded(limit):
-                    script, names = self._jedi_names(question, source, line, column)
-                    definitions = tuple(
-                        Definition(str(name.module_path), name.line, name.column, name.type, name.full_name)
-                        for name in names
-                        if name.module_path is not None and name.line is not None
-                    )
-            except interrupt.CallTimedOut:
-                log.warning("jedi %s at %s:%s:%s stopped after %.1f s (time bound); that name stays unknown",
-                            question, source.path, line, column, time.monotonic() - started)
-                self._drop_interrupted_jedi_state()
-                jedi_cache.note((jedi_cache.UNKNOWN,))
-                definitions = ()
-            else:
-                self._answers.computed(key, stable, definitions, source, script)
-        except Exception as exc:  # jedi failure degrades to "unknown", never a crash
-            log.warning("jedi %s failed at %s:%s:%s: %s", question, source.path, line, column, exc)
-            jedi_cache.note((jedi_cache.UNKNOWN,))
-        # Kept for this very text (asking again would take as long); never persisted (UNKNOWN noted).
-        self._keep_answer(key, definitions)
-        return definitions
+            import jedi
 
-    def _jedi_names(self, question: str, source: SourceFile, line: int, column: int):
-        import jedi
-
-        scripts = getattr(_budget, "scripts", None)
-        script = scripts.get((source.path, source.text)) if scripts is not None else None
-        if script is None:
-            script = jedi.Script(code=source.text, path=source.path, project=self.project)
-            if scripts is not None:
-                scripts[(source.path, source.text)] = script
-        if question == "goto":
-            return script, script.goto(line, column, follow_imports=True)
-        return script, script.infer(line, column)
-
-    def _drop_interrupted_jedi_state(self) -> None:
-        """After an interrupted call: jedi's inference state may be half-updated, and its compiled-object
-        subprocess may hold an unread answer (the next call would read it). Both are replaced."""
-        scripts = getattr(_budget, "scripts", None)
-        if scripts:
-            scripts.clear()
-        try:
-            environment = self._project._environment if self._project is not None else None
-            helper = getattr(environment, "_subprocess", None)
-            if helper is not None:
-                helper._kill()  # jedi starts a new one on the next use (Environment._get_subprocess)
-        except Exception as exc:
-            log.warning("could not restart jedi's subprocess: %s; starting a new jedi project", exc)
+            code = f"import {dotted}\n{dotted}.{name}\n"
             with self._lock:
-                self._project = None
+                script = jedi.Script(code=code, project=self.project)
+                _counting.left = JEDI_STEPS_PER_QUESTION
+                try:
+                    names = script.goto(2, len(dotted) + 1, follow_imports=True)
+                finally:
+                    _counting.left = None
+            found = tuple(
+                Definition(str(item.module_path), item.line, item.column, item.type, item.full_name)
+                for item in names
+                if item.module_path is not None and item.line is not None
+            )
+        except JediBudgetSpent:
+            message = (f"jedi stopped after {JEDI_STEPS_PER_QUESTION} inference steps (counted, not timed) "
+                       f"looking up {dotted}.{name}; it stays unknown")
+            log.info("%s", message)
+            if notes is not None:
+                notes.append(message)
+        except Exception as exc:  # jedi failure degrades to "unknown", never a crash
+            log.info("jedi could not look up %s.%s: %s", dotted, name, exc)
+        self._answers[key] = found
+        return found
+
+    def _dotted(self, module_path: str) -> str | None:
+        """The name `module_path` is imported by, from the interpreter's sys.path (None: not on it)."""
+        best = None
+        for folder in self.library_path:
+            folder = os.path.abspath(folder)
+            if (module_path + os.sep).startswith(folder + os.sep) and (best is None or len(folder) > len(best)):
+                best = folder
+        if best is None:
+            return None
+        relative = os.path.relpath(module_path, best)
+        if relative.endswith(os.sep + "__init__.py"):
+            relative = relative[: -len(os.sep + "__init__.py")]
+        elif relative.endswith(".py"):
+            relative = relative[:-3]
+        parts = relative.split(os.sep)
+        if not all(part.isidentifier() for part in parts):
+            return None
+        return ".".join(parts)

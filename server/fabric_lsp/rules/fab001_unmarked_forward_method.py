@@ -1,7 +1,8 @@
 """FAB001 unmarked-forward-method: `wrapped.m(...)` runs a submodule without `mark_forward_method("m")`.
 
 Lightning's wrapper (`_FabricModule.__getattr__`) hooks every submodule while a custom method
-runs; if any forward ran, it raises RuntimeError under a strategy that wraps the module.
+runs; if any forward ran, it raises RuntimeError under a strategy that wraps the module. The call
+is found wherever the wrapped model goes (analysis/flow.py): helpers, other modules, base classes.
 """
 
 from __future__ import annotations
@@ -256,6 +257,52 @@ class LM(nn.Module):
 fabric = Fabric(accelerator="cpu", devices=1)
 model = fabric.setup(LM())
 model.score(None)  # expect: FAB001 hint
+''',
+    # Through a helper, called with the wrapped model and with the unwrapped one: reported once.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+def sample(model, x):
+    return model.generate(x)  # expect: FAB001 error
+
+fabric = Fabric(strategy="ddp")
+model = fabric.setup(LM())
+sample(model, None)
+sample(model.module, None)
+''',
+    # Wrapped in a base class, used in a subclass.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def decode(self, x):
+        return self.head(x)
+
+class BaseTrainer:
+    def __init__(self, fabric):
+        self.fabric = fabric
+    def prepare(self, model):
+        self._model = self.fabric.setup(model)
+
+class Decoder(BaseTrainer):
+    def run(self, x):
+        return self._model.decode(x)  # expect: FAB001 error
+
+trainer = Decoder(Fabric(strategy="ddp"))
+trainer.prepare(LM())
+trainer.run(None)
 ''',
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from fabric_lsp.analysis import Materialization, MetaModelFact, ProgramFacts
+from fabric_lsp.analysis import MetaModelFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
 from fabric_lsp.analysis.meta import MetaAnalyzer, Offender, patched_classes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
@@ -287,6 +287,22 @@ with torch.device("meta"):
     model = Scale(4)
 print(sum(p.numel() for p in model.parameters()))
 ''',
+    # init_module(empty_init=False) builds the model for real, even under FSDP.
+    '''
+import torch
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class Scale(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+fabric = Fabric(strategy="fsdp")
+with fabric.init_module(empty_init=False):
+    model = Scale(4)
+model = fabric.setup(model)
+''',
 )
 
 INVALID = (
@@ -318,6 +334,24 @@ fabric = Fabric(strategy="fsdp")
 with fabric.init_module(empty_init=True):
     model = Block()
 model = fabric.setup(model)
+''',
+    # Built on meta in a factory, materialized by the caller.
+    '''
+import torch
+import torch.nn as nn
+from lightning.fabric.utilities.init import _materialize_meta_tensors
+
+class Gate(nn.Module):  # expect: FAB002 error
+    def __init__(self):
+        super().__init__()
+        self.logit = nn.Parameter(torch.zeros(1))
+
+def build():
+    torch.set_default_device("meta")
+    return nn.Sequential(nn.Linear(2, 2), Gate())
+
+model = build()
+_materialize_meta_tensors(model, "cpu")
 ''',
 )
 

@@ -7,7 +7,6 @@ method; `Model.m` taken from the class is a plain function on every strategy: bo
 
 from __future__ import annotations
 
-import ast
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts, wrapped_paths
 from fabric_lsp.analysis.values import Function, WrappedMethod
@@ -123,6 +122,22 @@ class LM(nn.Module):
 fabric = Fabric(strategy="ddp")
 model = fabric.setup(LM())
 model.mark_forward_method(model.generate)  # expect: FAB003 error
+''',
+    # A function taken from the class is never a bound method, whatever the strategy.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+fabric = Fabric(accelerator="cpu", devices=1)
+model = fabric.setup(LM())
+model.mark_forward_method(LM.generate)  # expect: FAB003 error
 ''',
 )
 

@@ -13,7 +13,6 @@ import difflib
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo
-from fabric_lsp.analysis.values import Const
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
 
