@@ -59,6 +59,8 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
     notice: Notice | None = None
     error: str | None = None  # internal error while analysing this file
+    # What the analysis of the file's program says it left out ("<path>: <reason>"), shown once each.
+    analysis_notices: tuple[str, ...] = ()
 
 
 def _internal_error(error: BaseException) -> str:
@@ -93,9 +95,11 @@ def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> 
             from fabric_lsp.analysis import incremental
             from fabric_lsp.engine import check_paths
 
-            found, _, _ = check_paths(texts, config, plan, numbers)
+            found, _, notes = check_paths(texts, config, plan, numbers)
+            notes = tuple(dict.fromkeys(notes))
             for path in texts:
-                results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())))
+                results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
+                                           analysis_notices=notes)
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -126,7 +130,8 @@ def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config) -> list[FileR
     results = []
     for token, numbers in tasks:
         paths, plan = _PLANS[token]
-        results.extend(r for r in check_project(paths, config, plan, numbers) if r.findings or r.error)
+        results.extend(r for r in check_project(paths, config, plan, numbers)
+                       if r.findings or r.error or r.analysis_notices)
     return results
 
 
@@ -172,8 +177,9 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[Fil
             for chunk_results in pool.map(_run_tasks, chunks, [config] * len(chunks)):
                 for result in chunk_results:
                     previous = found.get(result.path)
-                    if previous is not None and previous.findings and not result.error:
-                        result = FileResult(result.path, findings=previous.findings + result.findings)
+                    if previous is not None and (previous.findings or previous.analysis_notices) and not result.error:
+                        result = FileResult(result.path, findings=previous.findings + result.findings,
+                                            analysis_notices=previous.analysis_notices + result.analysis_notices)
                     found[result.path] = result
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
@@ -412,7 +418,9 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
 
     failed = False
     findings: list[Finding] = []
+    analysis_notices: set[str] = set()
     for result in results:
+        analysis_notices.update(result.analysis_notices)
         if result.notice is not None:
             notices.append(result.notice)
         if result.error is not None:
@@ -421,6 +429,9 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         findings.extend(result.findings)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
+    for note in sorted(analysis_notices):
+        path, _, reason = note.partition(": ")
+        _say(f"{PROG}: notice: {display_path(path, cwd) if os.path.isabs(path) else path}: {reason}")
     findings.sort(key=sort_key)
 
     context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import heapq
+import json
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -1060,6 +1061,8 @@ class Solver:
                 return frozenset(found)
         if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders"):
             return frozenset({Special("fabric_method", fabric, name)})
+        if name == "__init__" and library_only:
+            return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
         return JUST_UNKNOWN
 
     # -- subscripts and iteration ---------------------------------------------------------------------------
@@ -1453,6 +1456,12 @@ class Solver:
         kind = special.kind
         if kind == "fabric_method":
             return self._fabric_call(special.receiver, special.extra, call)
+        if kind == "fabric_init":
+            # A Fabric subclass's own __init__ hands Fabric its arguments: those decide the strategy.
+            self._record_fabric_arguments(call)
+            if special.receiver.site is not None:
+                self.write(("fabric_init", special.receiver.site), frozenset({Special("init_call", None, call.node)}))
+            return _NONE
         if kind == "mark":
             self._mark(special.receiver, call)
             return frozenset({const(None)})
@@ -1572,12 +1581,17 @@ class Solver:
             self.write(("fabric_kw", site, name if name is not None else "**"), values or frozenset({UNKNOWN}))
 
     def strategy(self, fabric: FabricValue) -> Strategy:
-        """The strategy of a Fabric object, from the arguments its constructor got (after the solve)."""
+        """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
+        for a subclass whose __init__ calls `super().__init__(...)`, from the arguments of that call."""
         if fabric.site is None:
             return Strategy(UNKNOWN_STRATEGY, fabric.origin or "a Fabric passed in", None)
         cached = self._strategies.get(id(fabric.site))
         if cached is None:
-            cached = self._strategy_from(fabric.site, fabric.path)
+            inits = [v.extra for v in self.ordered(self.peek(("fabric_init", fabric.site)))]
+            if not inits:
+                cached = self._strategy_from(fabric.site, fabric.path)
+            else:
+                cached = _combined([self._strategy_from(node, fabric.path) for node in inits])
             self._strategies[id(fabric.site)] = cached
         return cached
 
@@ -1588,7 +1602,16 @@ class Solver:
                 name = keyword.arg if keyword.arg is not None else "**"
                 keywords[name] = self.peek(("fabric_kw", node, name))
         if "**" in keywords:
-            return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+            # `Fabric(**config)`: the literal keys of a dict we can see; anything else is unknown.
+            spread = keywords.pop("**")
+            for value in spread:
+                if not isinstance(value, Container):
+                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+                if self.peek(("element", value.site, ANY_KEY)):
+                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+                for key in self.peek(("keys", value.site)):
+                    if isinstance(key, Const) and isinstance(key.value, str):
+                        keywords[key.value] = keywords.get(key.value, NOTHING) | self.peek(("element", value.site, key))
         texts = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -1621,6 +1644,8 @@ class Solver:
 
     def _one_strategy(self, value, keywords: dict, texts: dict, node) -> Strategy:
         strategy_text = texts.get("strategy")
+        if strategy_text is None and isinstance(value, Const) and value.value != "auto":
+            strategy_text = json.dumps(value.value)  # from a **config dict: shown as a literal
         described = f"strategy={strategy_text}" if strategy_text else ""
         named = None
         if isinstance(value, Const) and value.kind == "str":
@@ -1796,6 +1821,18 @@ def _keyword_names(site) -> list[str]:
     if isinstance(site, ast.Call):
         return [k.arg for k in site.keywords if k.arg]
     return []
+
+
+def _combined(strategies: list[Strategy]) -> Strategy:
+    if len(strategies) == 1:
+        return strategies[0]
+    kinds = {s.kind for s in strategies}
+    materializes = {s.materializes for s in strategies}
+    merged = materializes.pop() if len(materializes) == 1 else None
+    description = " or ".join(dict.fromkeys(s.description for s in strategies))
+    if len(kinds) == 1:
+        return Strategy(kinds.pop(), description, merged)
+    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged)
 
 
 def _compiled(value):

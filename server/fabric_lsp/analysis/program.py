@@ -506,6 +506,8 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
         if source.tree is None:
             notices.append(f"{path}: not analysed: {source.syntax_error}")
             continue
+        if source.newer_syntax:
+            notices.append(f"{path}: {source.newer_syntax}")
         scope = ir.translate(source)
         if scope is None:
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ class SourceFile:
     text: str = field(repr=False)
     tree: ast.Module | None = field(default=None, repr=False)
     syntax_error: str | None = None
+    newer_syntax: str | None = None  # what was left out to parse syntax of a newer Python
     _line_cache: dict[int, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -35,10 +37,31 @@ class SourceFile:
         source = cls(path=os.path.abspath(path), text=text)
         try:
             source.tree = ast.parse(text, filename=path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        except SyntaxError as exc:
+            source.syntax_error = f"{type(exc).__name__}: {exc}"
+            source._parse_newer_syntax(exc.lineno)
+        except (ValueError, RecursionError, MemoryError) as exc:
             # ValueError: NUL bytes; RecursionError: absurdly deep nesting.
             source.syntax_error = f"{type(exc).__name__}: {exc}"
         return source
+
+    def _parse_newer_syntax(self, error_line: int | None) -> None:
+        """Syntax of a newer Python than this one: parsed with it blanked (analysis/compat.py)."""
+        from fabric_lsp.analysis.compat import neutralize
+
+        found = neutralize(self.text, error_line)
+        if found is None:
+            return
+        text, blanked = found
+        try:
+            self.tree = ast.parse(text, filename=self.path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        self.syntax_error = None
+        self.newer_syntax = (
+            f"uses syntax newer than Python {sys.version_info.major}.{sys.version_info.minor}, which runs fabric-lsp: "
+            f"analysed with the {' and '.join(blanked)} left out"
+        )
 
     @cached_property
     def lines(self) -> list[str]:
