@@ -80,7 +80,7 @@ class ProjectResult:
 
 _programs: dict[tuple, ProgramResult] = {}
 _programs_lock = threading.Lock()
-_MAX_PROGRAMS = 64
+_MAX_PROGRAMS = 16
 
 
 def project_files(root: str, config: Config, extra: list[str] = ()) -> list[str]:
@@ -121,6 +121,12 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
     return ProjectResult(findings, notices, plan.walked, sources)
 
 
+# The runs of the last solve of each program (by its files), replayed by the next solve where they
+# still hold (flow.Solver._replay): an edit re-interprets what it touched and what that changes.
+_last_runs: dict[tuple, dict] = {}
+_MAX_LAST_RUNS = 8
+
+
 def _solved(program: Program, workspace: Workspace) -> ProgramResult:
     key = (
         program.root, workspace.python,
@@ -130,7 +136,14 @@ def _solved(program: Program, workspace: Workspace) -> ProgramResult:
         known = _programs.get(key)
         if known is not None:
             return known
-    solve(program)
+        group = (program.root, workspace.python, tuple(sorted(program.sources)))
+        previous = _last_runs.pop(group, None)
+    solver = solve(program, previous)
+    with _programs_lock:
+        _last_runs[group] = solver.logs
+        while len(_last_runs) > _MAX_LAST_RUNS:
+            _last_runs.pop(next(iter(_last_runs)))
+    solver.logs = {}  # kept above only, not with every cached result
     facts = analyze(program)
     by_file: dict[str, list[Finding]] = {}
     for rule in ALL_RULES:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import Event, MetaTag, Solver, describe, sort_key
+from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, describe, sort_key
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import Bound, Class, FabricValue, Instance, Strategy, Wrapped
+from fabric_lsp.analysis.values import Bound, FabricValue, Instance, Strategy, Wrapped
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -421,7 +421,7 @@ def _bound_method_attribute(facts: ProgramFacts, cls: ClassRef, name: str):
     for value in sorted(facts.solver.peek(("field", cls.key, name)), key=sort_key):
         if isinstance(value, Bound) and not value.function.external and isinstance(value.receiver, Instance):
             scope = value.function.scope
-            owner_key = Class(scope.path, scope.class_scope.qualname, scope.class_scope.line) if scope.class_scope else None
+            owner_key = class_key(scope.class_scope) if scope.class_scope else None
             owner = facts.resolver.class_info(owner_key) if owner_key is not None else None
             if owner is not None and scope.method_kind in ("method", "classmethod"):
                 source = owner.source

@@ -180,6 +180,37 @@ class ProgramView:
     def segment(self, path: str, node: ast.AST) -> str: ...
 
 
+_READ, _WRITE, _ASK = "read", "write", "ask"
+
+
+def _merged(old: frozenset | None, values: frozenset, saturated: bool, without_constants: bool):
+    """(the entry after writing `values`, or None when it does not change; whether the entry is
+    now saturated; whether it now keeps no constants). A pure function, so that a replay can
+    predict a write exactly (Solver._still_valid)."""
+    # A set that outgrew a bound keeps the bound's form for good: filtering what arrives, rather
+    # than the union, is what keeps it from changing back and forth.
+    became_saturated = became_without = False
+    if old is not None and values <= old:
+        return None, False, False  # nothing new (the common case, on every re-run)
+    if saturated:
+        values = frozenset(v for v in values if isinstance(v, _FOLLOWED))
+    elif without_constants:
+        values = frozenset(v for v in values if not isinstance(v, Const))
+    new = values if old is None else old | values
+    if old is not None and len(new) == len(old):
+        return None, False, False
+    if (not without_constants and len(new) > MAX_CONSTANTS and any(type(v) is Const for v in values)
+            and sum(type(v) is Const for v in new) > MAX_CONSTANTS):
+        became_without = True
+        new = frozenset(v for v in new if not isinstance(v, Const)) | JUST_UNKNOWN
+    if len(new) > MAX_SET and not saturated:
+        became_saturated = True
+        new = _saturated(new)
+    if old is not None and new == old:
+        return None, became_saturated, became_without
+    return new, became_saturated, became_without
+
+
 # Bounds on one set. More than MAX_CONSTANTS constants: the constants become UNKNOWN (the rules read
 # constants only where a handful of literals is chosen between: strategies, registry keys, method
 # names). More than MAX_SET values (a decorator that receives every function of a module, a registry
@@ -193,13 +224,19 @@ def _saturated(values: frozenset) -> frozenset:
 
 
 def class_key(scope: ir.Scope) -> Class:
-    return Class(scope.path, scope.qualname, scope.line)
+    return Class(scope.path, scope.qualname, scope.ordinal)
 
 
 class Solver:
-    def __init__(self, program: ProgramView, scopes: list[ir.Scope]) -> None:
+    def __init__(self, program: ProgramView, scopes: list[ir.Scope], previous: dict | None = None) -> None:
         self.program = program
         self.scopes = scopes
+        # Runs of an earlier solve of this program, by scope: replayed when what they read is unchanged.
+        self.previous: dict = previous or {}
+        self.logs: dict = {}  # this solve's runs, by scope (for the next solve)
+        self._log: list | None = None
+        self._run_counts: dict = {}
+        self.replayed = 0
         self.order = {id(scope): index for index, scope in enumerate(scopes)}
         self.tables: dict[tuple, frozenset] = {}
         self.readers: dict[tuple, set[int]] = {}
@@ -215,7 +252,6 @@ class Solver:
             if scope.kind == ir.CLASS:
                 self.classes[class_key(scope)] = scope
         self._mro_cache: dict[Class, tuple] = {}
-        self._subclass_cache: dict[Class, list] = {}
         self._saturated: set[tuple] = set()
         self._sort_keys: dict = {}
         self._without_constants: set[tuple] = set()
@@ -231,7 +267,18 @@ class Solver:
                 self.readers[key] = {self.order[id(current)]}
             else:
                 readers.add(self.order[id(current)])
-        return self.tables.get(key, NOTHING)
+        found = self.tables.get(key, NOTHING)
+        if self._log is not None:
+            self._log.append((_READ, key, found))
+        return found
+
+    def _ask(self, question: str, *args):
+        """A question to the program (what a module binds, where an import leads, ...): recorded in
+        the run's log with its answer, so that a replay can check the answer is still the same."""
+        answer = getattr(self.program, question)(*args)
+        if self._log is not None:
+            self._log.append((_ASK, question, args, answer))
+        return answer
 
     def peek(self, key: tuple) -> frozenset:
         """A table entry, without depending on it (after the solve)."""
@@ -240,30 +287,21 @@ class Solver:
     def write(self, key: tuple, values: frozenset) -> None:
         if not values:
             return
+        if self._log is not None:
+            self._log.append((_WRITE, key, values))
         old = self.tables.get(key)
-        # A set that outgrew a bound keeps the bound's form for good (see the bounds above): filtering what
-        # arrives, rather than the union, is what keeps it from changing back and forth.
-        if key in self._saturated:
-            values = frozenset(v for v in values if isinstance(v, _FOLLOWED))
-        elif key in self._without_constants:
-            values = frozenset(v for v in values if not isinstance(v, Const))
-        new = values if old is None else old | values
-        if old is not None and len(new) == len(old):
-            return
-        if key not in self._without_constants and sum(isinstance(v, Const) for v in new) > MAX_CONSTANTS:
-            self._without_constants.add(key)
-            new = frozenset(v for v in new if not isinstance(v, Const)) | JUST_UNKNOWN
-        if len(new) > MAX_SET and key not in self._saturated:
+        new, saturated, without_constants = _merged(old, values, key in self._saturated, key in self._without_constants)
+        if saturated:
             self._saturated.add(key)
-            new = _saturated(new)
-        if old is not None and new == old:
+        if without_constants:
+            self._without_constants.add(key)
+        if new is None:
             return
         self.tables[key] = new
         for reader in self.readers.get(key, ()):
             self._enqueue(reader)
         if key[0] == "bases":
             self._mro_cache.clear()
-            self._subclass_cache.clear()
 
     def ordered(self, values: Iterable) -> list:
         """Values in an order that is the same in every process (sets iterate by hash)."""
@@ -301,13 +339,76 @@ class Solver:
 
     def _run(self, scope: ir.Scope) -> None:
         self.current = scope
+        count = self._run_counts.get(scope, 0)
+        self._run_counts[scope] = count + 1
+        if self._replay(scope, count):
+            return
+        self._log = []
         self._events = []
+        try:
+            self._interpret(scope)
+        finally:
+            log, self._log = self._log, None
+        self.logs.setdefault(scope, []).append((log, self._events))
+
+    def _replay(self, scope: ir.Scope, count: int) -> bool:
+        """Apply a recorded run of this scope instead of interpreting it, when every read it made
+        would see the same value now (the run's own writes included, in order) and every question it
+        asked gets the same answer: the interpretation is a function of exactly those, so the result
+        is the one a new interpretation would give, at a fraction of the cost."""
+        runs = self.previous.get(scope)
+        if not runs:
+            return False
+        order = [count] if count < len(runs) else []
+        order += [index for index in range(len(runs) - 1, -1, -1) if index != count]
+        for index in order:
+            log, events = runs[index]
+            if self._still_valid(log):
+                self._log = None
+                for op in log:
+                    if op[0] is _READ:
+                        self.read(op[1])
+                    elif op[0] is _WRITE:
+                        self.write(op[1], op[2])
+                self.events[self.order[id(scope)]] = list(events)
+                self.logs.setdefault(scope, []).append((log, events))
+                self.replayed += 1
+                return True
+        return False
+
+    def _still_valid(self, log: list) -> bool:
+        tables, saturated, without_constants = self.tables, self._saturated, self._without_constants
+        overlay: dict = {}
+        flags: dict = {}
+        for op in log:
+            kind = op[0]
+            if kind is _READ:
+                key = op[1]
+                current = overlay[key] if key in overlay else tables.get(key, NOTHING)
+                if current is not op[2] and current != op[2]:
+                    return False
+            elif kind is _WRITE:
+                key, values = op[1], op[2]
+                old = overlay[key] if key in overlay else tables.get(key)
+                was_saturated, was_without = flags.get(key, (key in saturated, key in without_constants))
+                new, now_saturated, now_without = _merged(old, values, was_saturated, was_without)
+                if now_saturated or now_without:
+                    flags[key] = (was_saturated or now_saturated, was_without or now_without)
+                if new is not None:
+                    overlay[key] = new
+            else:
+                answer = getattr(self.program, op[1])(*op[2])
+                if answer != op[3]:
+                    return False
+        return True
+
+    def _interpret(self, scope: ir.Scope) -> None:
         frame = _Frame(scope)
         if scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self._bind_parameters(frame)
         self._exec(scope.body, frame)
         if scope.kind in (ir.FUNCTION, ir.LAMBDA) and scope.kind == ir.FUNCTION:
-            self.write(("return", id(scope)), _NONE)  # falling off the end (kept simple: always possible)
+            self.write(("return", scope), _NONE)  # falling off the end (kept simple: always possible)
         if scope.kind == ir.MODULE:
             for name, values in frame.env.items():
                 self.write(("global", scope.path, name), values)
@@ -316,7 +417,7 @@ class Solver:
             for name, values in frame.env.items():
                 self.write(("classattr", key, name), values)
         for name, values in frame.cells.items():
-            self.write(("closure", id(scope), name), values)
+            self.write(("closure", scope, name), values)
         self.events[self.order[id(scope)]] = self._events
 
     def all_events(self) -> list[Event]:
@@ -328,11 +429,11 @@ class Solver:
     # -- parameters ------------------------------------------------------------------------------
     def _bind_parameters(self, frame: _Frame) -> None:
         scope = frame.scope
-        entry = self.program.is_entry(scope) or bool(self.read(("escaped", id(scope))))
+        entry = self._ask("is_entry", scope) or bool(self.read(("escaped", scope)))
         method = scope.class_scope is not None and scope.kind == ir.FUNCTION
         kind = scope.method_kind if method else None
         for index, param in enumerate(scope.params):
-            values = self.read(("param", id(scope), param.name))
+            values = self.read(("param", scope, param.name))
             if index == 0 and method and kind in ("method", "property"):
                 selves = self._self_values(scope.class_scope)
                 values = values | selves
@@ -344,7 +445,7 @@ class Solver:
                 if entry or UNKNOWN in values:
                     values = values | self._annotation_values(scope, param)
                 if entry:
-                    values = values | self.read(("default", id(scope), param.name)) | JUST_UNKNOWN
+                    values = values | self.read(("default", scope, param.name)) | JUST_UNKNOWN
             if param.kind == "varargs" and not values:
                 values = JUST_UNKNOWN
             frame.env[param.name] = values
@@ -352,7 +453,7 @@ class Solver:
                 frame.cells[param.name] = frame.cells.get(param.name, NOTHING) | values
 
     def _annotation_values(self, scope: ir.Scope, param: ir.Param) -> frozenset:
-        annotated = self.read(("annotation", id(scope), param.name))
+        annotated = self.read(("annotation", scope, param.name))
         found = set()
         for value in annotated:
             if isinstance(value, Lib) and value.qualified in FABRIC_CLASS_NAMES:
@@ -369,17 +470,15 @@ class Solver:
         the Fabric objects made from it, which callers pass as receivers)."""
         key = class_key(class_scope)
         if self.is_fabric_class(key):
-            if self.program.is_entry(class_scope):
+            if self._ask("is_entry", class_scope):
                 return frozenset({FabricValue(None, None, key, f"a `{key.qualname}` made elsewhere")})
             return NOTHING
         return frozenset(Instance(sub) for sub in self._subclasses(key))
 
     def _subclasses(self, key: Class) -> list[Class]:
-        cached = self._subclass_cache.get(key)
-        if cached is None:
-            cached = [key] + [other for other in self.classes if other != key and key in self.mro(other)]
-            self._subclass_cache[key] = cached
-        return cached
+        # Through mro(): every class's bases are read (and recorded) on each call.
+        classes = self._ask("class_keys")
+        return [key] + [other for other in classes if other != key and key in self.mro(other)]
 
     # -- classes -------------------------------------------------------------------------------------
     def mro(self, cls) -> tuple:
@@ -388,7 +487,26 @@ class Solver:
             return (cls,)
         cached = self._mro_cache.get(cls)
         if cached is not None:
-            return cached
+            result, depends_on = cached
+            if self._log is not None or self.current is not None:
+                for dependency in depends_on:  # a cached answer still rests on these
+                    if dependency[0] == "ask":
+                        self._ask(*dependency[1:])
+                    else:
+                        self.read(dependency)
+            return result
+        log, self._log = self._log, []
+        try:
+            result = self._compute_mro(cls)
+        finally:
+            recorded, self._log = self._log, log
+        depends_on = tuple(("ask", op[1], *op[2]) if op[0] is _ASK else op[1] for op in recorded if op[0] is not _WRITE)
+        if log is not None:
+            log.extend(recorded)
+        self._mro_cache[cls] = (result, depends_on)
+        return result
+
+    def _compute_mro(self, cls: Class) -> tuple:
         order: list = []
         seen: set = set()
         pending = [cls]
@@ -401,9 +519,7 @@ class Solver:
             if isinstance(item, Class):
                 bases = self._bases(item)
                 pending[0:0] = [b for b in bases if b not in seen]
-        result = tuple(order)
-        self._mro_cache[cls] = result
-        return result
+        return tuple(order)
 
     def direct_bases(self, cls: Class) -> list:
         """The bases of a class statement as classes (after the solve)."""
@@ -416,7 +532,7 @@ class Solver:
     def _bases(self, cls: Class) -> list:
         if cls.external:
             found = []
-            for values in self.program.external_bases(cls):
+            for values in self._ask("external_bases", cls):
                 found.extend(sorted((v for v in values if isinstance(v, (Class, Lib))), key=_sort_key))
             return found
         entry = self.read(("bases", cls))
@@ -436,12 +552,11 @@ class Solver:
         for ref in self.mro(cls):
             if isinstance(ref, Class):
                 if ref.external:
-                    values = self.program.external_attribute(ref, name)
+                    values = self._ask("external_attribute", ref, name)
                     if values:
                         return ref, values
                     continue
-                scope = self.classes.get(ref)
-                if scope is not None and name in scope.assigned:
+                if self._ask("class_binds", ref, name):
                     return ref, self.read(("classattr", ref, name))
             elif isinstance(ref, Lib) and library_defines(ref.qualified, name):
                 return ref, NOTHING
@@ -451,10 +566,8 @@ class Solver:
         """Are all bases along the MRO known (written by their class statements, each resolved)?"""
         for ref in self.mro(cls):
             if isinstance(ref, Class) and not ref.external:
-                scope = self.classes.get(ref)
-                node = scope.node if scope is not None else None
-                entry = self.peek(("bases", ref))
-                if node is not None and getattr(node, "bases", None):
+                entry = self.read(("bases", ref))
+                if self._ask("class_has_bases", ref):
                     if not entry or any(not element for value in entry if isinstance(value, Tuple) for element in value.elements):
                         return False
         return True
@@ -486,7 +599,7 @@ class Solver:
         frame.statement = statement[2]
         values = self.ev(statement[1], frame) if statement[1] is not None else frozenset({const(None)})
         if frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
-            self.write(("return", id(frame.scope)), values)
+            self.write(("return", frame.scope), values)
 
     def _s_if(self, statement, frame: _Frame) -> None:
         self.ev(statement[1], frame)
@@ -608,16 +721,16 @@ class Solver:
         they may be called from there with anything, so their parameters take what annotations say."""
         for value in values:
             if isinstance(value, Function) and not value.external:
-                self.write(("escaped", id(value.scope)), _TRUE)
+                self.write(("escaped", value.scope), _TRUE)
             elif isinstance(value, Bound) and not value.function.external:
-                self.write(("escaped", id(value.function.scope)), _TRUE)
+                self.write(("escaped", value.function.scope), _TRUE)
 
     def _define(self, child: ir.Scope, frame: _Frame) -> None:
         for param in child.params:
             if param.default is not None:
-                self.write(("default", id(child), param.name), self.ev(param.default, frame))
+                self.write(("default", child, param.name), self.ev(param.default, frame))
             if param.annotation is not None:
-                self.write(("annotation", id(child), param.name), self.ev(param.annotation, frame))
+                self.write(("annotation", child, param.name), self.ev(param.annotation, frame))
 
     def _s_class(self, statement, frame: _Frame) -> None:
         _, name, child, bases, keywords, decorators, node = statement
@@ -635,25 +748,22 @@ class Solver:
         path = frame.scope.path
         for dotted, asname in statement[1]:
             if asname:
-                value = self.program.resolve_import(dotted, path, 0)
+                value = self._ask("resolve_import", dotted, path, 0)
                 self.assign(("name", asname), frozenset({value}) if value is not None else JUST_UNKNOWN, frame)
             else:
                 top = dotted.split(".")[0]
-                value = self.program.resolve_import(top, path, 0)
+                value = self._ask("resolve_import", top, path, 0)
                 self.assign(("name", top), frozenset({value}) if value is not None else JUST_UNKNOWN, frame)
 
     def _s_from(self, statement, frame: _Frame) -> None:
         _, module, level, names, node = statement
         path = frame.scope.path
-        base = self.program.resolve_import(module or "", path, level)
+        base = self._ask("resolve_import", module or "", path, level)
         for name, asname in names:
             if name == "*":
                 if isinstance(base, Module) and not base.external:
-                    scope = self.program.module_scope(base.path)
-                    if scope is not None:
-                        for exported in sorted(scope.assigned):
-                            if not exported.startswith("_"):
-                                self.assign(("name", exported), self.read(("global", base.path, exported)), frame)
+                    for exported in self._ask("module_exports", base.path) or ():
+                        self.assign(("name", exported), self.read(("global", base.path, exported)), frame)
                 continue
             if base is None:
                 values = JUST_UNKNOWN
@@ -679,7 +789,7 @@ class Solver:
                 frame.env[name] = values
                 owner = self._enclosing_owner(scope, name)
                 if owner is not None:
-                    self.write(("closure", id(owner), name), values)
+                    self.write(("closure", owner, name), values)
             else:
                 frame.env[name] = values
                 if name in scope.cellvars:
@@ -778,7 +888,7 @@ class Solver:
     def _free(self, enclosing: ir.Scope | None, name: str, path: str) -> frozenset:
         while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
             if name in enclosing.assigned and name not in enclosing.declared_global:
-                return self.read(("closure", id(enclosing), name))
+                return self.read(("closure", enclosing, name))
             enclosing = enclosing.parent
         return self._global(path, name)
 
@@ -786,8 +896,7 @@ class Solver:
         found = self.read(("global", path, name))
         if found:
             return found
-        module = self.program.module_scope(path)
-        if module is not None and name in module.assigned:
+        if self._ask("module_binds", path, name):
             return NOTHING
         if name in _BUILTINS:
             return frozenset({Lib("builtins." + name)})
@@ -930,15 +1039,13 @@ class Solver:
             return frozenset({Lib(obj.qualified + "." + name)})
         if isinstance(obj, Module):
             if obj.external:
-                return self.program.external_attribute(obj, name) or JUST_UNKNOWN
+                return self._ask("external_attribute", obj, name) or JUST_UNKNOWN
             found = self.read(("global", obj.path, name))
-            sub = self.program.submodule(obj, name)
+            sub = self._ask("submodule", obj, name)
             if sub is not None:
                 found = found | {sub}
-            if not found:
-                scope = self.program.module_scope(obj.path)
-                if scope is None or name not in scope.assigned:
-                    return JUST_UNKNOWN
+            if not found and not self._ask("module_binds", obj.path, name):
+                return JUST_UNKNOWN
             return found
         if isinstance(obj, Instance):
             return self._instance_attribute(obj, name)
@@ -989,7 +1096,7 @@ class Solver:
                 found.update(self._bind_class_value(value, owner, inst))
         elif isinstance(owner, Lib):
             found.update(self._library_instance_attribute(inst, name))
-        elif not found and not self.program.attribute_assigned(name) and self._mro_complete(cls):
+        elif not found and not self._ask("attribute_assigned", name) and self._mro_complete(cls):
             found.add(UNKNOWN)  # nothing in the program binds it: not something we can know
         return frozenset(found)
 
@@ -1015,12 +1122,11 @@ class Solver:
         for ref in mro:
             if isinstance(ref, Class):
                 if ref.external:
-                    values = self.program.external_attribute(ref, name)
+                    values = self._ask("external_attribute", ref, name)
                     if values:
                         return frozenset(v for value in values for v in self._bind_class_value(value, ref, sup.receiver))
                     continue
-                scope = self.classes.get(ref)
-                if scope is not None and name in scope.assigned:
+                if self._ask("class_binds", ref, name):
                     values = self.read(("classattr", ref, name))
                     return frozenset(v for value in values for v in self._bind_class_value(value, ref, sup.receiver))
             elif isinstance(ref, Lib):
@@ -1101,7 +1207,7 @@ class Solver:
         elif special.kind == "enumerate":
             parts = [JUST_UNKNOWN, self.iter_values(self.read(("iterable", special.receiver, 0)))]
         else:
-            count = self.peek(("arity", special.receiver))
+            count = self.read(("arity", special.receiver))
             width = max((v.value for v in count if isinstance(v, Const)), default=0)
             parts = [self.iter_values(self.read(("iterable", special.receiver, index))) for index in range(width)]
         for index, values in enumerate(parts):
@@ -1118,7 +1224,7 @@ class Solver:
         if isinstance(callee, Bound):
             function = callee.function
             if function.external:
-                if isinstance(callee.receiver, Class) and self.program.external_classmethod_returns_cls(function):
+                if isinstance(callee.receiver, Class) and self._ask("external_classmethod_returns_cls", function):
                     return self._tagged(frozenset({Instance(callee.receiver)}), call)
                 return JUST_UNKNOWN
             return self._tagged(self._call_function(
@@ -1226,11 +1332,11 @@ class Solver:
         for param in params:
             if param.kind in ("positional", "keyword") and param.name not in bound and not spread:
                 if param.default is not None:
-                    bound[param.name] = set(self.read(("default", id(scope), param.name)))
+                    bound[param.name] = set(self.read(("default", scope, param.name)))
                 else:
                     bound[param.name] = {UNKNOWN}  # a missing argument: TypeError at run time
         if varargs is not None:
-            site = (id(scope), "*args")
+            site = (scope, "*args")
             for index, values in enumerate(extra):
                 self.write(("element", site, const(index) if not spread else ANY_KEY), values)
                 self.write(("elements", site), values)
@@ -1238,7 +1344,7 @@ class Solver:
                 self.write(("elements", site), JUST_UNKNOWN)
             bound[varargs.name] = {Container(site, scope.path)}
         if varkw is not None:
-            site = (id(scope), "**kwargs")
+            site = (scope, "**kwargs")
             container = Container(site, scope.path)
             for key, values in extra_keywords:
                 self._store_element(container, frozenset({const(key)}), values)
@@ -1246,13 +1352,13 @@ class Solver:
         passed = set()
         for name, values in bound.items():
             values = frozenset(values)
-            self.write(("param", id(scope), name), values)
+            self.write(("param", scope, name), values)
             passed.update(v.site for v in values if isinstance(v, Wrapped))
         if passed and node is not None and frame is not None:
             self._event_at("pass", node, frame, callee=scope, sites=frozenset(passed))
         if scope.is_generator:
             return JUST_UNKNOWN
-        result = self.read(("return", id(scope)))
+        result = self.read(("return", scope))
         returned = {v.site for v in result if isinstance(v, Wrapped)}
         if returned and node is not None and frame is not None:
             self._event_at("returned", node, frame, callee=scope, sites=frozenset(returned))
@@ -1303,12 +1409,12 @@ class Solver:
         init = None
         for ref in mro:
             if isinstance(ref, Class) and not ref.external:
-                scope = self.classes.get(ref)
-                if scope is not None and "__init__" in scope.assigned:
+                if self._ask("class_binds", ref, "__init__"):
                     init = [v for v in self.read(("classattr", ref, "__init__")) if isinstance(v, Function)]
                     break
-                if scope is not None and "dataclass" in scope.decorator_names:
-                    self._dataclass_fields(ref, scope, receiver, call)
+                fields = self._ask("dataclass_fields", ref)
+                if fields is not None:
+                    self._dataclass_fields(ref, fields, call)
                     break
             elif isinstance(ref, Lib):
                 break
@@ -1317,8 +1423,7 @@ class Solver:
                 self._call_function(function.scope, [(False, frozenset({receiver}))] + call.args, call.kwargs, call.node, frame)
         return frozenset({made})
 
-    def _dataclass_fields(self, cls: Class, scope: ir.Scope, receiver, call: "_Call") -> None:
-        fields = [name for name in _annotated_names(scope) if not name.startswith("__")]
+    def _dataclass_fields(self, cls: Class, fields: tuple[str, ...], call: "_Call") -> None:
         for index, (starred, values) in enumerate(call.args):
             if starred or index >= len(fields):
                 break
@@ -1847,15 +1952,6 @@ def _int_of(value) -> int | None:
     return None
 
 
-def _annotated_names(scope: ir.Scope) -> list[str]:
-    node = scope.node
-    names = []
-    for statement in getattr(node, "body", []):
-        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            names.append(statement.target.id)
-    return names
-
-
 def _sort_key(value) -> tuple:
     """A total order on values that is the same in every process (no hashes, no ids)."""
     return (value[-1] if isinstance(value, tuple) and value and isinstance(value[-1], str) else "", _describe(value))
@@ -1865,6 +1961,8 @@ def _describe(value) -> str:
     """A text for a value that is the same in every process: no object ids, no hashes."""
     if isinstance(value, ast.AST):
         return f"<{type(value).__name__}@{getattr(value, 'lineno', 0)}:{getattr(value, 'col_offset', 0)}>"
+    if isinstance(value, ir.Scope):
+        return f"{value.path}:{value.qualname}:{value.line}"
     if isinstance(value, Const):
         return repr(value.value)
     if isinstance(value, (Class, Module, Lib)):

@@ -69,6 +69,7 @@ class Scope:
     cellvars: set[str] = field(default_factory=set)  # locals read by nested scopes
     names_used: set[str] = field(default_factory=set)  # module scopes: names and attribute names read
     attributes_assigned: set[str] = field(default_factory=set)  # module scopes: `x.<name> = ...`, setattr
+    ordinal: int = 0  # classes: how many classes of the same qualified name come before it in the file
     class_scope: "Scope | None" = None  # for a function defined directly in a class body: that class
     parent: "Scope | None" = None  # enclosing function/module scope (class bodies are skipped, as in Python)
     children: list["Scope"] = field(default_factory=list)
@@ -469,6 +470,11 @@ def _finish(module: Scope) -> None:
             else:
                 child.parent = scope.parent  # a method: class bodies are not enclosing scopes
             pending.append(child)
+    seen: dict[str, int] = {}
+    for scope in every_scope(module):  # in source order: a class's identity survives lines moving
+        if scope.kind == CLASS:
+            scope.ordinal = seen.get(scope.qualname, 0)
+            seen[scope.qualname] = scope.ordinal + 1
     for scope in every:
         if scope.kind in (FUNCTION, LAMBDA):
             # A name bound anywhere in a function is local to all of it (reads before the binding too).

@@ -106,6 +106,50 @@ class Program:
     def module_scope(self, path: str) -> ir.Scope | None:
         return self.module_scopes.get(path)
 
+    # -- classes (questions the solver records with their answers: see flow.Solver._ask) --------------
+    @property
+    def class_scopes(self) -> dict:
+        known = self.__dict__.get("_class_scopes")
+        if known is None:
+            from fabric_lsp.analysis.flow import class_key
+
+            known = {class_key(scope): scope for scope in self.scopes if scope.kind == ir.CLASS}
+            self.__dict__["_class_scopes"] = known
+        return known
+
+    def class_keys(self) -> tuple:
+        return tuple(self.class_scopes)
+
+    def class_binds(self, cls: Class, name: str) -> bool:
+        scope = self.class_scopes.get(cls)
+        return scope is not None and name in scope.assigned
+
+    def class_has_bases(self, cls: Class) -> bool:
+        scope = self.class_scopes.get(cls)
+        return scope is not None and bool(getattr(scope.node, "bases", None))
+
+    def dataclass_fields(self, cls: Class) -> tuple[str, ...] | None:
+        """The fields of a `@dataclass` class (annotated names of its body, in order); None otherwise."""
+        scope = self.class_scopes.get(cls)
+        if scope is None or "dataclass" not in scope.decorator_names:
+            return None
+        return tuple(
+            statement.target.id for statement in scope.node.body
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+            and not statement.target.id.startswith("__")
+        )
+
+    def module_binds(self, path: str, name: str) -> bool:
+        scope = self.module_scopes.get(path)
+        return scope is not None and name in scope.assigned
+
+    def module_exports(self, path: str) -> tuple[str, ...] | None:
+        """What `from <module> import *` binds (its public names; `__all__` is not read)."""
+        scope = self.module_scopes.get(path)
+        if scope is None:
+            return None
+        return tuple(sorted(name for name in scope.assigned if not name.startswith("_")))
+
     def resolve_import(self, dotted: str, from_path: str, level: int):
         if level == 0:
             top = dotted.split(".")[0]
@@ -594,8 +638,10 @@ def _names_used(module_scopes) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(referenced), frozenset(assigned)
 
 
-def solve(program: Program) -> Solver:
-    solver = Solver(program, program.scopes)
+def solve(program: Program, previous: dict | None = None) -> Solver:
+    """Solve the program; `previous`: the runs of an earlier solve of it (Solver.logs), replayed
+    where nothing they read changed (the answer is the same as without them, found faster)."""
+    solver = Solver(program, program.scopes, previous)
     program.solver = solver
     solver.solve()
     if solver.bound_hit:

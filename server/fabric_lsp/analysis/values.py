@@ -46,11 +46,13 @@ class Module(NamedTuple):
 
 
 class Class(NamedTuple):
-    """A class statement: the key of its Scope in the program (`flow.ClassTable`)."""
+    """A class statement: its file, qualified name and, for project classes, how many classes of
+    that name come before it in the file (no line number: the identity survives lines moving above
+    it); for classes in library files, the line of the `class` statement."""
 
     path: str
     qualname: str
-    line: int
+    line: int  # project classes: the ordinal; library classes: the line
     external: bool = False
     t: str = "class"
 
