@@ -763,7 +763,11 @@ class Solver:
             if name == "*":
                 if isinstance(base, Module) and not base.external:
                     for exported in self._ask("module_exports", base.path) or ():
-                        self.assign(("name", exported), self.read(("global", base.path, exported)), frame)
+                        # Joined with what the name held: a module's names may not be known yet (a
+                        # cycle of star imports, a module importing itself), and "not known yet" must
+                        # not erase a binding the fixed point would then never see again.
+                        values = self.read(("global", base.path, exported))
+                        self.assign(("name", exported), self._lookup(exported, frame) | values, frame)
                 continue
             if base is None:
                 values = JUST_UNKNOWN
