@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NVIM = Path(sys.executable).parent / "nvim"
-SETTINGS = ["FAB001", "FAB002", "FAB003"]
+SETTINGS = ["FAB001", "FAB002", "FAB003", "FAB004"]
 
 
 def editors_blocks(language: str) -> list[str]:
@@ -50,7 +50,7 @@ def test_zed_settings_json():
 def test_emacs_eglot_snippet():
     (block,) = editors_blocks("elisp")
     assert '. ("fabric-lsp" "serve"' in block
-    assert ':initializationOptions (:select ["FAB001" "FAB002" "FAB003"])' in block
+    assert ':initializationOptions (:select ["FAB001" "FAB002" "FAB003" "FAB004"])' in block
     # Balanced parentheses outside strings, so the form can be pasted as is.
     depth = 0
     for token in re.sub(r'"(?:[^"\\]|\\.)*"', '""', block):
@@ -65,7 +65,7 @@ def test_lua_snippets_compile():
     assert len(blocks) == 3  # vim.lsp.config, vim.lsp.start, nvim-lspconfig
     for block in blocks:
         assert 'cmd = { "fabric-lsp", "serve" }' in block
-        assert 'select = { "FAB001", "FAB002", "FAB003" }' in block
+        assert 'select = { "FAB001", "FAB002", "FAB003", "FAB004" }' in block
         # LuaJIT's own parser (nvim's), without running the code: nvim-lspconfig is not installed here.
         check = "local f, err = loadstring(os.getenv('SNIPPET')); if not f then io.stdout:write(err) vim.cmd('cquit 1') end"
         proc = subprocess.run(
