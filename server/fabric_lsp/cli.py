@@ -131,8 +131,11 @@ def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config) -> list[FileR
     results = []
     for token, numbers in tasks:
         paths, plan = _PLANS[token]
-        results.extend(r for r in check_project(paths, config, plan, numbers)
-                       if r.findings or r.error or r.analysis_notices)
+        members = {path for number in numbers for path in plan.groups[number]}
+        mine = [path for path in paths if os.path.abspath(path) in members]  # the task's own files only
+        if mine:
+            results.extend(r for r in check_project(mine, config, plan, numbers)
+                           if r.findings or r.error or r.analysis_notices)
     return results
 
 

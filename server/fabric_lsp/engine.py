@@ -80,7 +80,7 @@ class ProjectResult:
 
 _programs: dict[tuple, ProgramResult] = {}
 _programs_lock = threading.Lock()
-_MAX_PROGRAMS = 16
+_MAX_PROGRAMS = 8
 
 
 def project_files(root: str, config: Config, extra: list[str] = ()) -> list[str]:
@@ -124,26 +124,20 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
 # The runs of the last solve of each program (by its files), replayed by the next solve where they
 # still hold (flow.Solver._replay): an edit re-interprets what it touched and what that changes.
 _last_runs: dict[tuple, dict] = {}
-_MAX_LAST_RUNS = 8
 
 
 def _solved(program: Program, workspace: Workspace) -> ProgramResult:
-    key = (
-        program.root, workspace.python,
-        tuple((p, id(source)) for p, source in sorted(program.sources.items())),
-    )
+    """The findings of a program, solved once per state of its files: checking its files one by
+    one (the CLI, an editor's open documents) solves it once; only the latest state of each
+    program is kept, with the runs the next solve can replay."""
+    group = (program.root, workspace.python, tuple(sorted(program.sources)))
+    key = tuple(id(source) for _, source in sorted(program.sources.items()))
     with _programs_lock:
-        known = _programs.get(key)
-        if known is not None:
+        known = _programs.get(group)
+        if known is not None and known.key == key:
             return known
-        group = (program.root, workspace.python, tuple(sorted(program.sources)))
         previous = _last_runs.pop(group, None)
     solver = solve(program, previous)
-    with _programs_lock:
-        _last_runs[group] = solver.logs
-        while len(_last_runs) > _MAX_LAST_RUNS:
-            _last_runs.pop(next(iter(_last_runs)))
-    solver.logs = {}  # kept above only, not with every cached result
     facts = analyze(program)
     by_file: dict[str, list[Finding]] = {}
     for rule in ALL_RULES:
@@ -156,12 +150,18 @@ def _solved(program: Program, workspace: Workspace) -> ProgramResult:
             by_file.setdefault(finding.span.path, []).append(finding)
     for notice in facts.notices:
         log.info("%s", notice)
+    # Keyed by the sources' identities: the kept result holds its sources, so no id is reused.
     result = ProgramResult(key, program, by_file, list(facts.notices))
+    logs = solver.logs
+    # What the result keeps: the program's files (their identities are the key), not the tables.
+    program.solver = None
+    solver.program = None
     with _programs_lock:
-        # Keyed by the sources' identities: a kept result holds its sources, so no id is reused.
-        _programs[key] = result
-        while len(_programs) > _MAX_PROGRAMS:
-            _programs.pop(next(iter(_programs)))
+        _programs[group] = result
+        _last_runs[group] = logs
+        for cache in (_programs, _last_runs):
+            while len(cache) > _MAX_PROGRAMS:
+                cache.pop(next(iter(cache)))
     return result
 
 

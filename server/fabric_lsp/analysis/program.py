@@ -220,7 +220,12 @@ class Program:
             sub = self.submodule(Module(owner.path, True), name)
             if sub is not None:
                 return frozenset({sub})
-            return self.ask_jedi(owner.path, name) if source is not None else frozenset()
+            # jedi only for what may be a class (CapWords, by convention): what the rules need of a
+            # library is its classes (a library function's body is not followed anyway), and
+            # `np.zeros` should not cost a jedi question.
+            if source is not None and name[:1].isupper():
+                return self.ask_jedi(owner.path, name)
+            return frozenset()
         if isinstance(owner, Class):
             node = self.external_class_node(owner)
             if node is None:
