@@ -156,3 +156,27 @@ def test_fixture_imports_resolve_to_the_case_files():
                 assert location is not None and str(case) in location.path, (path, item)
                 checked += 1
     assert checked >= 10
+
+
+def test_editable_installs_are_read_not_run(tmp_path):
+    """setuptools' editable install: a .pth line that imports a finder whose MAPPING names the
+    package folder. The folder is found by reading MAPPING; the finder never runs."""
+    import venv
+
+    from fabric_lsp.analysis.workspace import interpreter_sys_path
+
+    package = tmp_path / "proj" / "src" / "demo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("class Model:\n    pass\n")
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(target)
+    site = next(target.glob("lib/python3*/site-packages"))
+    marker = tmp_path / "finder-ran"
+    (site / "__editable__.demo-0.1.pth").write_text("import __editable___demo_0_1_finder; __editable___demo_0_1_finder.install()\n")
+    (site / "__editable___demo_0_1_finder.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\nMAPPING = {{'demo': {str(package)!r}}}\ndef install():\n    pass\n"
+    )
+    interpreter_sys_path.cache_clear()
+    paths = interpreter_sys_path(str(target / "bin" / "python"))
+    assert str(package.parent) in paths
+    assert not marker.exists()

@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -90,13 +91,45 @@ def _pth_paths(site_dir: str) -> list[str]:
             with open(os.path.join(site_dir, name), encoding="utf-8", errors="replace") as handle:
                 for line in handle:
                     line = line.strip()
-                    if not line or line.startswith(("#", "import ", "import\t")):
+                    if line.startswith(("import ", "import\t")):
+                        found.extend(_editable_finder_paths(site_dir, line))
+                        continue
+                    if not line or line.startswith("#"):
                         continue
                     candidate = os.path.join(site_dir, line) if not os.path.isabs(line) else line
                     if os.path.isdir(candidate):
                         found.append(os.path.normpath(candidate))
         except OSError:
             continue
+    return found
+
+
+def _editable_finder_paths(site_dir: str, line: str) -> list[str]:
+    """setuptools' editable installs (`import __editable___pkg_1_0_finder; ...install()`): the
+    finder module's `MAPPING = {"pkg": "/path/src/pkg"}`, read as a literal (the module is never
+    imported): the folders holding those packages."""
+    import ast
+
+    match = re.match(r"import\s+(__editable___[\w]+_finder)\b", line)
+    if match is None:
+        return []
+    path = os.path.join(site_dir, match.group(1) + ".py")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            tree = ast.parse(handle.read(200_000))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(getattr(t, "id", None) == "MAPPING" for t in statement.targets):
+            try:
+                mapping = ast.literal_eval(statement.value)
+            except (ValueError, SyntaxError, RecursionError):
+                return []
+            if isinstance(mapping, dict):
+                for target in mapping.values():
+                    if isinstance(target, str) and os.path.isdir(target):
+                        found.append(os.path.normpath(os.path.dirname(target)))
     return found
 
 
