@@ -62,10 +62,14 @@ FAB001_RAISE = (
 # A stand-in for a wrapped model: custom methods raise FAB001's message, `.module` is the unwrapped one.
 # Compiled under another file name so that, as with Lightning, the innermost case frame is the call.
 FAKE_WRAPPER_SOURCE = f"""\
+import types
 class Plain:
+    width = 4
     def encode(self, x):
         return x
     def decode(self, x):
+        return x
+    def forward(self, x):
         return x
 class Wrapped:
     module = Plain()
@@ -73,6 +77,16 @@ class Wrapped:
         {FAB001_RAISE.format(m="encode")}
     def decode(self, x):
         {FAB001_RAISE.format(m="decode")}
+    def mark_forward_method(self, method):  # Lightning's checks, in its order
+        if not isinstance(method, (types.MethodType, str)):
+            raise TypeError(f"Expected a method or a string, but got: {{type(method).__name__}}")
+        name = method if isinstance(method, str) else method.__name__
+        if name == "forward":
+            raise ValueError("You cannot mark the forward method itself as a forward method.")
+        if not isinstance(getattr(self.module, name, None), types.MethodType):
+            raise AttributeError(
+                f"You marked '{{name}}' as a forward method, but `Plain.{{name}}` does not exist or is not a method."
+            )
 """
 FAKE_WRAPPER = f"exec(compile({FAKE_WRAPPER_SOURCE!r}, '/elsewhere/wrappers.py', 'exec'))\nmodel = Wrapped()\n"
 
@@ -158,3 +172,111 @@ def test_traceback_parser_reads_rank_prefixed_and_chained_tracebacks():
     assert exc_class == "RuntimeError"
     assert message == "You are calling the method `Net.generate()` from outside the model."
     assert frames == [("/tmp/a/main.py", 7), ("/venv/lightning/fabric/wrappers.py", 219)]
+
+
+def test_rule_of_maps_every_form_of_every_rule():
+    from support.cases import rule_of
+
+    typeerror = "Materialization requires that the `Block.reset_parameters` method is implemented."
+    assert rule_of("TypeError", typeerror)[1]["cls"] == "Block"
+    fsdp = "'Block' object has no attribute 'reset_parameters'. Did you mean: 'get_parameter'?"
+    assert rule_of("AttributeError", fsdp)[0] == "FAB002" and rule_of("AttributeError", fsdp)[1]["cls"] == "Block"
+    typo = "You marked 'genrate' as a forward method, but `Net.genrate` does not exist or is not a method."
+    fab004 = rule_of("AttributeError", typo)
+    assert fab004[0] == "FAB004" and fab004[1]["method"] == "genrate" and fab004[1]["cls"] == "Net"
+    assert rule_of("ValueError", typo) is None
+    assert rule_of("ValueError", "You cannot mark the forward method itself as a forward method.")[0] == "FAB004"
+    assert rule_of("TypeError", "Expected a method or a string, but got: function")[0] == "FAB003"
+    assert rule_of("AttributeError", "'Block' object has no attribute 'weight'") is None
+
+
+def test_harness_proves_fab004_labels_by_dropping_the_mark(tmp_path):
+    body = (
+        'model.mark_forward_method("encdoe")  # expect: FAB004 error\n'
+        'model.mark_forward_method("width")  # expect: FAB004 error\n'
+        'model.mark_forward_method("forward")  # expect: FAB004 error\n'
+        'model.mark_forward_method("decode")\n'
+    )
+    assert _problems(tmp_path, body) == []
+
+
+def test_harness_rejects_an_unlabelled_fab004(tmp_path):
+    problems = _problems(tmp_path, 'model.mark_forward_method("encdoe")\n')
+    assert len(problems) == 1 and "FAB004 fired where no FAB004 label says so" in problems[0], problems
+
+
+def test_harness_fixes_fab003_on_a_class_attribute(tmp_path):
+    # mark_forward_method(Cls.m) -> mark_forward_method("m"), then the rest must run clean.
+    body = "model.mark_forward_method(Plain.encode)  # expect: FAB003 error\nmodel.module.encode(1)\n"
+    assert _problems(tmp_path, body) == []
+    problems = _problems(tmp_path, "model.mark_forward_method(Plain.encode)  # expect: FAB003 error\nmodel.encode(1)\n")
+    assert len(problems) == 1 and "fab001_probe.py:" in problems[0] and "FAB001" in problems[0], problems
+
+
+# torch FSDP materializes a meta module by calling reset_parameters() on every module with own tensors.
+FAKE_FSDP = (
+    "exec(compile('def materialize(m):\\n    m.reset_parameters()\\n',"
+    " '/elsewhere/site-packages/torch/distributed/fsdp/_init_utils.py', 'exec'))\n"
+)
+
+
+def test_harness_accepts_fsdp_attribute_error_naming_the_labelled_class(tmp_path):
+    body = FAKE_FSDP + "class Block:  # expect: FAB002 error\n    pass\nmaterialize(Block())\n"
+    assert _problems(tmp_path, body) == []
+
+
+def test_harness_rejects_fsdp_attribute_error_naming_another_class(tmp_path):
+    body = FAKE_FSDP + "class Block:  # expect: FAB002 error\n    pass\nclass Head:\n    pass\nmaterialize(Head())\n"
+    problems = _problems(tmp_path, body)
+    assert any("FAB002 fired where no FAB002 label" in p for p in problems), problems
+    assert any("did not fire" in p for p in problems), problems
+
+
+def test_harness_ignores_a_missing_reset_parameters_outside_fsdp(tmp_path):
+    body = "class Block:  # expect: FAB002 error\n    pass\nBlock().reset_parameters()\n"
+    problems = _problems(tmp_path, body)
+    assert any("no labelled finding" in p and "AttributeError" in p for p in problems), problems
+
+
+MODEL_PARALLEL_WARNING = (
+    'import sys\nprint("/venv/lightning/fabric/utilities/init.py:101: Parameter initialization incomplete.'
+    " The following modules have parameters or buffers with uninitialized memory because they don't define a"
+    ' `reset_parameters()` method for re-initialization: {names}", file=sys.stderr)\n'
+)
+
+
+def test_harness_accepts_the_model_parallel_warning_for_a_labelled_class(tmp_path):
+    body = "class Block:  # expect: FAB002 error\n    pass\n" + MODEL_PARALLEL_WARNING.format(names="Block")
+    assert _problems(tmp_path, body) == []
+    body = "model = None  # expect: FAB002 warning class=Block\n" + MODEL_PARALLEL_WARNING.format(names="Block")
+    assert _problems(tmp_path, body, mode="ddp") == []
+
+
+def test_harness_rejects_the_model_parallel_warning_in_an_unlabelled_case(tmp_path):
+    problems = _problems(tmp_path, MODEL_PARALLEL_WARNING.format(names="Block"))
+    assert len(problems) == 1 and "no FAB002 label" in problems[0] and "Block" in problems[0], problems
+
+
+def test_harness_rejects_the_model_parallel_warning_naming_an_unlabelled_class(tmp_path):
+    body = "class Block:  # expect: FAB002 error\n    pass\n" + MODEL_PARALLEL_WARNING.format(names="Block, Head")
+    problems = _problems(tmp_path, body)
+    assert len(problems) == 1 and "no FAB002 label" in problems[0] and "Head" in problems[0], problems
+    problems = _problems(tmp_path, "class Block:  # expect: FAB002 error\n    pass\n")
+    assert len(problems) == 1 and "did not fire" in problems[0], problems
+
+
+def test_harness_rejects_the_model_parallel_warning_for_a_hint_in_the_plain_run(tmp_path):
+    body = "model = None  # expect: FAB002 hint class=Block\n" + MODEL_PARALLEL_WARNING.format(names="Block")
+    problems = _problems(tmp_path, body, mode="plain")
+    assert len(problems) == 1 and "must not fire" in problems[0], problems
+
+
+def test_harness_fix_keeps_a_helper_working_for_the_unwrapped_model(tmp_path):
+    # The fixed call site is also reached with `model.module`: the fix must not turn that into `.module.module`.
+    body = "def helper(m):\n    return m.encode(1)  # expect: FAB001 error\nhelper(model)\nhelper(model.module)\n"
+    assert _problems(tmp_path, body) == []
+
+
+def test_harness_fix_of_a_call_valued_receiver_unwraps_once(tmp_path):
+    body = "def get():\n    return model\nget().encode(1)  # expect: FAB001 error\n"
+    assert _problems(tmp_path, body) == []

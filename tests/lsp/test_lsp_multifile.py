@@ -88,3 +88,33 @@ async def test_pull_client_with_refresh_support_is_asked_to_pull_again(tmp_path)
         await wait_until(lambda: client.diagnostic_refresh_count > 0, message="workspace/diagnostic/refresh")
         assert await diagnostics(client, main_uri) == []
         assert client.published == []
+
+
+SETUP_LINE = "    model, optimizer = fabric.setup(model, optimizer)\n"
+MARKED = SETUP_LINE + '    model.mark_forward_method("continue_sequence")\n'
+
+
+async def test_a_finding_in_a_helper_follows_edits_of_its_caller(preset, tmp_path):
+    """The finding sits in sampling.py, where the call raises; whether it does depends on main.py,
+    which wraps the model and passes it in. Editing main.py (open in the editor) updates the
+    helper's diagnostics, and the helper's finding points back at the call chain in main.py."""
+    case = copy_case("fab001_flow_helper_other_module", tmp_path)
+    main, sampling = case / "main.py", case / "sampling.py"
+    main_text = main.read_text()
+    assert SETUP_LINE in main_text
+    async with session(capabilities(preset), [case]) as (client, _):
+        sampling_uri = open_doc(client, sampling)
+        (finding,) = await diagnostics(client, sampling_uri, version=1)
+        assert finding.code == "FAB001" and "MelodyLSTM.continue_sequence()" in finding.message
+        related = {(r.location.uri, r.message) for r in finding.related_information}
+        assert (main.as_uri(), "the wrapped model is passed to `sample_melodies` here") in related
+
+        main_uri = open_doc(client, main)
+        await diagnostics(client, main_uri, version=1)
+        published = len(client.published)
+        replace_text(client, main_uri, 2, main_text.replace(SETUP_LINE, MARKED))  # marked: no error
+        assert await diagnostics(client, sampling_uri, since=published) == []
+
+        published = len(client.published)
+        replace_text(client, main_uri, 3, main_text)  # undone: the helper's finding is back
+        assert [d.code for d in await diagnostics(client, sampling_uri, since=published)] == ["FAB001"]
