@@ -623,3 +623,76 @@ def test_fix_in_another_module_is_applied_and_its_finding_rechecked(tmp_path, mo
     assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
     assert (project / "main.py").read_text(encoding="utf-8") == main_before
     assert "def reset_parameters" in (project / "model.py").read_text(encoding="utf-8") != model_before
+
+
+def test_a_folder_without_project_marker_is_rooted_at_the_working_directory(tmp_path, monkeypatch, capsys):
+    """Needs the engine. No pyproject.toml/setup.py/setup.cfg/.git above the files: the working
+    directory is the project root (as ruff takes it), so a helper module next to the script and a
+    src/ package are one program with it, whichever folder is checked from there."""
+    assert not any((parent / marker).exists() for parent in tmp_path.parents
+                   for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")), "tmp_path has a marker above it"
+    case = _case("fab001_flow_src_layout")
+    project = Path(shutil.copytree(case.path, tmp_path / "cases" / case.name))
+    [label] = case.labels
+    for cwd, target in ((tmp_path, project), (project, "."), (project / "src", "mypkg")):
+        code, out, err = run(["check", "--format", "json", target], cwd, monkeypatch, capsys)
+        found = [(os.path.relpath(i["filename"], project), i["code"], i["location"]["row"]) for i in json.loads(out)]
+        if cwd == project / "src":
+            # From inside src/ the script that wraps the model is outside the root: nothing to follow.
+            assert (code, found) == (0, []), err
+        else:
+            assert (code, found) == (1, [(label.file, "FAB001", label.line)]), err
+
+
+def test_fix_of_a_factory_that_returns_setup_binds_marks_and_returns(tmp_path, monkeypatch, capsys):
+    """Needs the engine. `return fabric.setup(policy, optimizer)` has no line after it: the fix binds
+    the result to the same names, marks, and returns them; a `global` name is left alone."""
+    write(tmp_path / "nets.py", (
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Policy(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.body = nn.Linear(4, 2)\n\n"
+        "    def act(self, obs):\n        return self.body(obs).argmax(-1)\n"
+    ))
+    write(tmp_path / "build.py", (
+        "import torch\nfrom lightning.fabric import Fabric\n\nfrom nets import Policy\n\n\n"
+        "def build(fabric: Fabric):\n    policy = Policy()\n    optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)\n"
+        "    return fabric.setup(policy, optimizer)  # wrapped here\n"
+    ))
+    write(tmp_path / "train.py", (
+        "from lightning.fabric import Fabric\n\nfrom build import build\n\n"
+        "fabric = Fabric(accelerator='cpu', devices=1, strategy='ddp')\n"
+        "policy, optimizer = build(fabric)\npolicy.act(None)\n"
+    ))
+    code, out, err = run(["check", "--fix", "."], tmp_path, monkeypatch, capsys)
+    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (tmp_path / "build.py").read_text(encoding="utf-8").endswith(
+        "    policy, optimizer = fabric.setup(policy, optimizer)\n"
+        "    policy.mark_forward_method(\"act\")\n"
+        "    return policy, optimizer  # wrapped here\n"
+    )
+    text = (tmp_path / "build.py").read_text(encoding="utf-8")
+    write(tmp_path / "build.py", text.replace(
+        "    policy, optimizer = fabric.setup(policy, optimizer)\n    policy.mark_forward_method(\"act\")\n"
+        "    return policy, optimizer", "    global optimizer\n    return fabric.setup(policy, optimizer)"))
+    code, out, err = run(["check", "--format", "json", "."], tmp_path, monkeypatch, capsys)
+    [item] = json.loads(out)
+    assert (item["code"], item["fix"]) == ("FAB001", None)
+
+
+def test_fab004_removal_fix_keeps_the_block_valid(tmp_path, monkeypatch, capsys):
+    """Needs the engine. Marking "forward" is removed by a safe fix (a `pass` when it is the whole
+    block); a mark sharing its line with another statement has no fix."""
+    header = (
+        "from torch import nn\nfrom lightning.fabric import Fabric\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+        "fabric = Fabric(accelerator='cpu', devices=1)\nmodel = fabric.setup(Net())\n"
+    )
+    write(tmp_path / "alone.py", header + "if True:\n    model.mark_forward_method(\"forward\")  # routed\nprint('ok')\n")
+    write(tmp_path / "shared.py", header + "x = 1; model.mark_forward_method(\"forward\")\n")
+    code, out, err = run(["check", "--fix", "alone.py"], tmp_path, monkeypatch, capsys)
+    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (tmp_path / "alone.py").read_text(encoding="utf-8").endswith("if True:\n    pass  # routed\nprint('ok')\n")
+    code, out, err = run(["check", "--format", "json", "shared.py"], tmp_path, monkeypatch, capsys)
+    [item] = json.loads(out)
+    assert (item["code"], item["fix"]) == ("FAB004", None)

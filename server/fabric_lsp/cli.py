@@ -24,7 +24,7 @@ import tempfile
 import threading
 import traceback
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -119,7 +119,7 @@ def _by_project(paths: Sequence[str], config: Config) -> list[list[str]]:
 
     groups: dict[str, list[str]] = {}
     for path in paths:
-        groups.setdefault(project_root_for(path, config.root), []).append(path)
+        groups.setdefault(project_root_for(path, config.root, config.fallback_root), []).append(path)
     return [groups[root] for root in sorted(groups)]
 
 
@@ -211,7 +211,7 @@ def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: F
     misses: list[str] = []
     pending: list[tuple[str, str, dict | None, list[str]]] = []
     for group in _by_project(paths, config):
-        root = project_root_for(group[0], config.root)
+        root = project_root_for(group[0], config.root, config.fallback_root)
         interpreter = interpreter_fingerprint(find_interpreter(root, config.python))
         files = project_files(root, config, group)
         found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files)
@@ -310,7 +310,8 @@ def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, l
         config_file = Path(args.config)
         if not config_file.is_file():
             raise UsageError(f"--config: {args.config}: no such file")
-    return load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line")
+    config, problems = load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line")
+    return replace(config, fallback_root=os.getcwd()), problems
 
 
 def _write(path: str, text: str, encoding: str) -> None:
@@ -464,8 +465,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         from fabric_lsp.engine import project_root_for
 
         touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
-        touched_roots = {project_root_for(path, config.root) for path in touched}
-        rechecked = sorted(path for path in files if project_root_for(path, config.root) in touched_roots)
+        touched_roots = {project_root_for(path, config.root, config.fallback_root) for path in touched}
+        rechecked = sorted(path for path in files if project_root_for(path, config.root, config.fallback_root) in touched_roots)
         if rechecked:
             fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache)}
             for result in fresh.values():

@@ -43,6 +43,9 @@ class Config:
     hints: bool = False  # report hint-level findings
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     root: str | None = None  # directory holding the pyproject.toml the config came from
+    # The project root of a file with no pyproject.toml/setup.py/setup.cfg/.git above it, when it
+    # holds the file: the command line's working directory (the editor sets `root` instead).
+    fallback_root: str | None = None
 
     def enabled(self, code: str) -> bool:
         return code in self.select and code not in self.ignore

@@ -35,9 +35,11 @@ _workspaces_lock = threading.Lock()
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def project_root_for(path: str, configured: str | None) -> str:
+def project_root_for(path: str, configured: str | None, fallback: str | None = None) -> str:
     """The folder imports are resolved from: the configured root when it holds the file, else the
-    nearest folder with a project marker, else the file's own folder (what `python file.py` uses)."""
+    nearest folder with a project marker, else `fallback` when it holds the file (the command
+    line's working directory, as ruff takes it), else the file's own folder (what `python file.py`
+    uses)."""
     folder = os.path.dirname(os.path.abspath(path))
     if configured and (folder + os.sep).startswith(os.path.abspath(configured) + os.sep):
         return os.path.abspath(configured)
@@ -47,13 +49,15 @@ def project_root_for(path: str, configured: str | None) -> str:
             return candidate
         parent = os.path.dirname(candidate)
         if parent == candidate:
+            if fallback and (folder + os.sep).startswith(os.path.abspath(fallback) + os.sep):
+                return os.path.abspath(fallback)
             return folder
         candidate = parent
 
 
 def workspace_for(config: Config, path: str | None = None) -> Workspace:
     """One workspace (root, analysis interpreter, unsaved buffers) per (root, interpreter)."""
-    root = project_root_for(path, config.root) if path else config.root
+    root = project_root_for(path, config.root, config.fallback_root) if path else config.root
     key = (root, config.python)
     with _workspaces_lock:
         workspace = _workspaces.get(key)
@@ -92,7 +96,7 @@ def project_files(root: str, config: Config, extra: list[str] = ()) -> list[str]
 
 def plan_for(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None) -> Plan:
     """The programs of the project holding `paths` (analysis.program.plan_project)."""
-    root = workspace.root or project_root_for(paths[0], config.root)
+    root = workspace.root or project_root_for(paths[0], config.root, config.fallback_root)
 
     def library_path() -> tuple[str, ...]:
         return interpreter_sys_path(workspace.python) or interpreter_sys_path(sys.executable) or ()

@@ -130,8 +130,14 @@ def _mark_fix(facts: ProgramFacts, origins: list[Origin], method: str) -> Fix | 
     for origin in origins:
         source = facts.source(origin.path)
         statement = origin.statement
+        if source is not None and isinstance(statement, ast.Return) and statement.value is origin.site:
+            edit = _mark_in_return(source, origin, statement, method)
+            if edit is None:
+                return None
+            edits.append(edit)
+            continue
         if source is None or origin.target is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            return None  # e.g. `return fabric.setup(model)`: no line of its own to follow
+            return None  # no line of its own to follow
         indentation = source.indentation(statement.lineno)
         if len(indentation) != statement.col_offset:
             return None  # e.g. `if ok: model = fabric.setup(model)`
@@ -146,6 +152,45 @@ def _mark_fix(facts: ProgramFacts, origins: list[Origin], method: str) -> Fix | 
         applicability=Applicability.SAFE,
         edits=tuple(edits),
     )
+
+
+def _mark_in_return(source, origin: Origin, statement: ast.Return, method: str) -> TextEdit | None:
+    """`return fabric.setup(model, optimizer)` (a factory) becomes
+    `model, optimizer = fabric.setup(model, optimizer)`, the mark, then `return model, optimizer`:
+    the values returned are the same objects. Only when every argument given to setup is a plain
+    local name (rebinding it just before returning changes nothing else)."""
+    site = origin.site
+    setup = site.func.attr if isinstance(site.func, ast.Attribute) else None
+    if setup not in ("setup", "setup_module") or not site.args:
+        return None
+    if not all(isinstance(arg, ast.Name) for arg in site.args):
+        return None  # `fabric.setup(Net(), opt)` or `*parts`: no name to bind the result to
+    names = [arg.id for arg in site.args]
+    if setup == "setup_module":
+        names = names[:1]
+    if len(set(names)) != len(names) or _declared_outside(origin.scope.node, names):
+        return None
+    indentation = source.indentation(statement.lineno)
+    if len(indentation) != statement.col_offset or statement.end_lineno is None:
+        return None  # e.g. `if ok: return fabric.setup(model)`
+    bound = ", ".join(names)
+    text = (
+        f"{bound} = {source.segment(site)}\n"
+        f"{indentation}{names[0]}.mark_forward_method(\"{method}\")\n"
+        f"{indentation}return {bound}"
+    )
+    span = source.span(statement)
+    return TextEdit(source.path, span.start, span.end, text)
+
+
+def _declared_outside(function: ast.AST, names: list[str]) -> bool:
+    """A `global`/`nonlocal` declaration of one of `names` in the function: rebinding would leak."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True  # a module-level `return` does not run; nothing to fix
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and set(node.names) & set(names):
+            return True
+    return False
 
 
 VALID = (

@@ -13,7 +13,7 @@ import difflib
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo
-from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
+from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
 
 CODE = "FAB004"
@@ -53,7 +53,8 @@ def _forward(facts: ProgramFacts, mark: MarkFact) -> Finding:
         ),
         record_id=record_id(CODE),
         related=_related(facts, mark),
-        fix=None,
+        # `forward` already runs through the strategy: the mark asks for nothing that is not there.
+        fix=_removal(source, mark, Applicability.SAFE),
         context={"class": _class_name(mark) or "Module", "method": "forward", "error": "ValueError"},
     )
 
@@ -84,6 +85,10 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
         + (f'; did you mean "{suggestion}"?' if suggestion else "")
     )
     fix = None
+    if severity == Severity.ERROR and not suggestion:
+        # Every class that reaches the mark raises: removing it only removes the error, but the author
+        # wanted something routed through forward, so read it before applying.
+        fix = _removal(source, mark, Applicability.UNSAFE)
     if suggestion:
         span = source.span(mark.argument)
         fix = Fix(
@@ -103,6 +108,44 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
         fix=fix,
         context={"class": class_name, "method": name, "error": "AttributeError"},
     )
+
+
+def _removal(source, mark: MarkFact, applicability: Applicability) -> Fix | None:
+    """Delete the statement `wrapped.mark_forward_method("x")` (its whole lines; `pass` when it is
+    the only statement of its block). None when the mark is part of a larger statement or shares
+    its lines with another one."""
+    body, statement = _statement_of(source.tree, mark.node)
+    if statement is None:
+        return None
+    first, last = statement.lineno, statement.end_lineno or statement.lineno
+    before = source.line(first)[: source.char_col(first, statement.col_offset)]
+    after = source.line(last)[source.char_col(last, statement.end_col_offset or 0):]
+    if before.strip() or (after.strip() and not after.lstrip().startswith("#")):
+        return None  # `if ok: model.mark_forward_method(...)` or `a(); model.mark_forward_method(...)`
+    if len(body) == 1:
+        span = source.span(statement)
+        edit = TextEdit(source.path, span.start, span.end, "pass")
+    else:
+        edit = TextEdit(source.path, Position(first - 1, 0), Position(last, 0), "")
+    return Fix(title="Remove the mark", applicability=applicability, edits=(edit,))
+
+
+def _statement_of(tree: ast.AST | None, call: ast.Call) -> tuple[list, ast.Expr | None]:
+    """(the body holding it, the expression statement) whose value is `call`."""
+    if tree is None:
+        return [], None
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(node, name, None)
+            if isinstance(body, list):
+                for statement in body:
+                    if isinstance(statement, ast.Expr) and statement.value is call:
+                        return body, statement
+        for handler in getattr(node, "handlers", ()) or ():
+            for statement in handler.body:
+                if isinstance(statement, ast.Expr) and statement.value is call:
+                    return handler.body, statement
+    return [], None
 
 
 def _class_name(mark: MarkFact) -> str | None:
