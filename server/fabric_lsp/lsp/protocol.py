@@ -12,6 +12,9 @@ a request after `shutdown`. It also pops a `window/showMessage` at the user for 
 - a notification's method sent as a request: -32600;
 - anything else goes to pygls (unknown methods: -32601 there).
 
+It also drops the finished futures pygls 2.1 keeps for every notification (a leak of each keystroke's
+params; see `_forget_finished_futures`).
+
 The server also keeps open documents itself (see documents.py), so pygls' document handlers only
 pass the notifications on.
 """
@@ -150,6 +153,19 @@ class FabricProtocol(LanguageServerProtocol):
         if method == types.INITIALIZE:
             self.initialize_received = True
         self.handle_message(message)
+        if not is_request:
+            self._forget_finished_futures()
+
+    def _forget_finished_futures(self) -> None:
+        """pygls 2.1 files the future of every step of a generator handler (its own didOpen/didChange/
+        didClose pass the notification on that way) under a fresh uuid in `_request_futures` and pops
+        only those of requests: each keystroke's params stayed referenced forever. A finished future
+        has run its callbacks and cannot be cancelled any more, so dropping it changes nothing else."""
+        futures = getattr(self, "_request_futures", None)
+        if not isinstance(futures, dict):
+            return
+        for key in [key for key, future in futures.items() if future.done()]:
+            del futures[key]
 
     def _receive_response(self, payload: dict[str, Any], msg_id: Any, id_ok: bool) -> None:
         """A response to one of the server's own requests (workspace/configuration, ...)."""
