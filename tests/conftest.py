@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 
 def pytest_configure(config):
     # Runs fixture programs under real torch/Lightning (seconds each); deselect with -m "not ground_truth".
     config.addinivalue_line("markers", "ground_truth: runs fixtures/cases under real Lightning on the CPU")
+    # The developer's own ~/.config/fabric-lsp/config.toml must not change what the tests see; every
+    # process the tests start inherits this (a test that needs a user config points it elsewhere).
+    if "FABRIC_LSP_USER_CONFIG" not in os.environ:
+        os.environ["FABRIC_LSP_USER_CONFIG"] = os.path.join(tempfile.mkdtemp(prefix="fabric-lsp-user-"), "config.toml")
