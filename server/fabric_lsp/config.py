@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from fabric_lsp.findings import Severity
+from fabric_lsp.globs import GlobError, compile_glob
 from fabric_lsp.records.rules_table import RULES
 
 try:  # Python 3.11+
@@ -30,6 +31,10 @@ except ModuleNotFoundError:  # Python 3.10: tomli if the user has it, else no py
 ALL_CODES = tuple(rule.code for rule in RULES)  # ("FAB001", ..., "FAB004"), from the one rules table
 SECTION = "fabric-lsp"
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+# No configuration can raise the limit above this: analysis costs time and memory in proportion to
+# a file's size (benchmarks/bounds_bench.py), and a repository must not choose how much of either
+# a check or the editor's server spends on one file.
+MAX_FILE_SIZE_CEILING = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,14 @@ class Config:
 
 class _Bad(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class _Partial:
+    """A value kept in part: `value` is used, each of `notices` is shown (one line each)."""
+
+    value: Any
+    notices: tuple[str, ...]
 
 
 def expand_codes(items: Any) -> frozenset[str]:
@@ -136,16 +149,40 @@ def _directories(base: Path) -> Callable[[Any], tuple[str, ...]]:
     return convert
 
 
+def _exclude_globs(source: str) -> Callable[[Any], Any]:
+    # Each glob is validated on its own: a bad one is reported and ignored, the others apply.
+    def convert(value: Any) -> Any:
+        kept = []
+        notices = []
+        for pattern in _string_list(value):
+            try:
+                compile_glob(pattern)
+            except GlobError as error:
+                notices.append(f'fabric-lsp: notice: {source}: exclude: "{pattern}": {error}; ignored')
+                continue
+            kept.append(pattern)
+        return _Partial(tuple(kept), tuple(notices)) if notices else tuple(kept)
+
+    return convert
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _Bad(f"expected true or false, got {_describe(value)}")
     return value
 
 
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _Bad(f"expected a positive number of bytes, got {_describe(value)}")
-    return value
+def _max_file_size(source: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise _Bad(f"expected a positive number of bytes, got {_describe(value)}")
+        if value > MAX_FILE_SIZE_CEILING:
+            return _Partial(MAX_FILE_SIZE_CEILING, (
+                f"fabric-lsp: notice: {source}: max-file-size: {value} is above the ceiling of "
+                f"{MAX_FILE_SIZE_CEILING} bytes; using {MAX_FILE_SIZE_CEILING}",))
+        return value
+
+    return convert
 
 
 def _describe(value: Any) -> str:
@@ -155,16 +192,16 @@ def _describe(value: Any) -> str:
     return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
-# key in the file -> (Config field, validator factory taking the base directory)
-_KEYS: dict[str, tuple[str, Callable[[Path], Callable[[Any], Any]]]] = {
-    "select": ("select", lambda base: expand_codes),
-    "ignore": ("ignore", lambda base: expand_codes),
-    "severity": ("severity", lambda base: _severity_table),
-    "python": ("python", _interpreter),
-    "exclude": ("exclude", lambda base: _string_list),
-    "extend-records": ("extend_records", _directories),
-    "hints": ("hints", lambda base: _boolean),
-    "max-file-size": ("max_file_size", lambda base: _positive_int),
+# key in the file -> (Config field, validator factory taking the base directory and the source)
+_KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
+    "select": ("select", lambda base, source: expand_codes),
+    "ignore": ("ignore", lambda base, source: expand_codes),
+    "severity": ("severity", lambda base, source: _severity_table),
+    "python": ("python", lambda base, source: _interpreter(base)),
+    "exclude": ("exclude", lambda base, source: _exclude_globs(source)),
+    "extend-records": ("extend_records", lambda base, source: _directories(base)),
+    "hints": ("hints", lambda base, source: _boolean),
+    "max-file-size": ("max_file_size", lambda base, source: _max_file_size(source)),
 }
 KNOWN_KEYS = tuple(_KEYS)
 
@@ -193,9 +230,14 @@ def parse_settings(
             continue
         name, factory = _KEYS[key]
         try:
-            fields[name] = factory(base)(value)
+            converted = factory(base, source)(value)
         except _Bad as bad:
             problems.append(_problem(source, key, str(bad), outcome))
+            continue
+        if isinstance(converted, _Partial):
+            problems.extend(converted.notices)
+            converted = converted.value
+        fields[name] = converted
     return fields, problems
 
 

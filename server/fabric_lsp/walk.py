@@ -9,11 +9,12 @@ from __future__ import annotations
 import codecs
 import io
 import os
-import re
 import stat
 import tokenize
 from dataclasses import dataclass
 from typing import Iterable
+
+from fabric_lsp.globs import GlobError, compile_glob
 
 # Directory names never descended into (hidden directories are skipped too).
 SKIP_DIRS = frozenset(
@@ -46,66 +47,26 @@ class DecodedFile:
 # Discovery
 
 
-def _compile_glob(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob -> regex over a '/'-separated relative path.
-
-    `*` and `?` stay within one segment, `**` spans segments, a pattern without '/' matches the
-    name of any file or directory at any depth, a leading '/' or an inner '/' anchors it at the
-    root, a trailing '/' matches directories only (handled by the caller's check of both forms).
-    """
-    anchored = "/" in pattern.rstrip("/")
-    body = pattern.strip("/")
-    out = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if body.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[":
-            end = body.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(char))
-                i += 1
-            else:
-                inner = body[i + 1 : end]
-                if inner.startswith("!"):
-                    inner = "^" + inner[1:]
-                out.append(f"[{inner}]")
-                i = end + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    prefix = "" if anchored else "(?:.*/)?"
-    return re.compile(f"^{prefix}{''.join(out)}$")
-
-
 class ExcludeMatcher:
     """The configured `exclude` globs, relative to the config root (or the current directory)."""
 
     def __init__(self, patterns: Iterable[str], root: str | None) -> None:
         self.root = os.path.abspath(root or os.getcwd())
-        self._patterns = [(_compile_glob(p), p.endswith("/")) for p in patterns if p.strip("/")]
+        self._globs = []
+        for pattern in patterns:
+            try:
+                self._globs.append(compile_glob(pattern))
+            except GlobError:
+                continue  # reported (once) when the config was loaded; never fatal here
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        if not self._patterns:
+        if not self._globs:
             return False
         relative = os.path.relpath(os.path.abspath(path), self.root)
         if relative.startswith(".." + os.sep) or relative == "..":
             return False  # outside the root: the globs do not speak about it
         relative = relative.replace(os.sep, "/")
-        return any(
-            regex.match(relative) and (is_dir or not dirs_only) for regex, dirs_only in self._patterns
-        )
+        return any(glob.matches(relative, is_dir) for glob in self._globs)
 
 
 def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None) -> tuple[list[str], list[Notice]]:
