@@ -130,16 +130,27 @@ class ProgramFacts:
             cache[key] = (cls, method_info(self, cls, name))
         return cache[key][1]
 
+    def _carrying_events(self, site) -> tuple[dict[int, list[Event]], dict[int, list[Event]]]:
+        """The "pass" events (by callee) and "returned" events (by scope) that carry the wrapped
+        model of `site`. Indexed once for all sites: scanning every event for each finding made a
+        file with n setup calls cost n * events (quadratic)."""
+        index = self.__dict__.get("_carrying_index")
+        if index is None:
+            index = {}
+            for event in self.events:
+                if event.kind == "pass":
+                    for each in event.data["sites"]:
+                        index.setdefault(each, ({}, {}))[0].setdefault(id(event.data["callee"]), []).append(event)
+                elif event.kind == "returned":
+                    for each in event.data["sites"]:
+                        index.setdefault(each, ({}, {}))[1].setdefault(id(event.scope), []).append(event)
+            self.__dict__["_carrying_index"] = index
+        return index.get(site, ({}, {}))
+
     def chain(self, call: "MethodCallFact", origin: Origin, limit: int = 6) -> list[tuple[str, ast.AST, str]]:
         """The calls that bring the wrapped model of `origin` to the scope of `call`, from the setup
         towards the call: arguments passed into helpers, and values helpers return."""
-        passes: dict[int, list[Event]] = {}
-        returns: dict[int, list[Event]] = {}
-        for event in self.events:
-            if event.kind == "pass" and origin.site in event.data["sites"]:
-                passes.setdefault(id(event.data["callee"]), []).append(event)
-            elif event.kind == "returned" and origin.site in event.data["sites"]:
-                returns.setdefault(id(event.scope), []).append(event)
+        passes, returns = self._carrying_events(origin.site)
         target = origin.scope
         frontier: list[tuple[ir.Scope, list]] = [(call.scope, [])]
         seen = {id(call.scope)}
