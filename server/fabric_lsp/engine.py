@@ -175,8 +175,17 @@ def check_source(path: str, text: str, config: Config, workspace: Workspace | No
 
 
 def _check_source(path: str, text: str, config: Config, workspace: Workspace | None) -> list[Finding]:
-    found, _, _ = _check_texts({os.path.abspath(path): text}, config, workspace)
+    found, _, _, _ = _check_texts({os.path.abspath(path): text}, config, workspace)
     return found[os.path.abspath(path)]
+
+
+def check_document(path: str, text: str, config: Config, workspace: Workspace | None = None
+                   ) -> tuple[list[Finding], frozenset[str]]:
+    """check_source, and the files of the programs the document took part in: an edit of one of
+    them can change its findings (the server re-analyses only those dependents)."""
+    with analysing():
+        found, _, _, files = _check_texts({os.path.abspath(path): text}, config, workspace)
+        return found[os.path.abspath(path)], files
 
 
 
@@ -186,7 +195,7 @@ def check_paths(texts: dict[str, str], config: Config, plan: Plan | None = None,
     project files whose state the answer depends on, and the analysis's notices. With a plan made
     earlier (plan_for), only its programs `numbers` are solved (the CLI spreads them over workers)."""
     with analysing():
-        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None, plan, numbers)
+        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None, plan, numbers)[:3]
 
 
 def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | None,
@@ -194,7 +203,7 @@ def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | N
     paths = sorted(texts)
     found: dict[str, list[Finding]] = {path: [] for path in paths}
     if not paths:
-        return found, [], []
+        return found, [], [], frozenset()
     workspace = workspace or workspace_for(config, paths[0])
     try:
         # A file that takes part in no program (nothing in it or importing it names Fabric) is not
@@ -202,12 +211,12 @@ def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | N
         result = project_result(paths, config, workspace, texts, plan, numbers)
     except RecursionError:
         log.warning("%s: not analysed: nesting too deep", paths[0])
-        return found, [], []
+        return found, [], [], frozenset()
     for path in paths:
         source = result.sources.get(path)
         if source is not None:
             found[path] = _configured(result.findings.get(path, []), source, config)
-    return found, list(result.walked), list(result.notices)
+    return found, list(result.walked), list(result.notices), frozenset(result.sources)
 
 
 def _configured(findings: list[Finding], source: SourceFile, config: Config) -> list[Finding]:

@@ -39,6 +39,9 @@ class AnalysisResult:
     diagnostics: list[types.Diagnostic]
     result_id: str
     enabled: bool = True
+    # The files of the programs the document took part in (its own included): the documents to
+    # re-analyse when one of them changes. Empty: it takes part in none (cheap to re-check).
+    files: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -6,9 +6,10 @@ no longer current is dropped, and the document is analysed again. Requests that 
 (pull diagnostics, hover, fix-all) wait for the current generation and can be cancelled with
 `$/cancelRequest` while they wait.
 
-Dependents: any change of a Python file (an open document's edit, open/close, didSave, a watched
-file) re-analyses every other open document, after a short pause so that typing in one file does
-not re-analyse the others at every keystroke. Analysing a document takes milliseconds once jedi
+Dependents: a change of a Python file (an open document's edit, open/close, didSave, a watched
+file) re-analyses the open documents whose last analysis read that file (and those that took part
+in no program), after a short pause so that typing in one file does not re-analyse the others at
+every keystroke. Analysing a document takes milliseconds once jedi
 has seen the project, and the engine re-reads other modules through the overlay-aware workspace.
 
 Diagnostics are pushed (`textDocument/publishDiagnostics` with the version) unless the client
@@ -24,12 +25,13 @@ import asyncio
 import logging
 import os
 import sys
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from lsprotocol import types
 from pygls.io_ import StdinAsyncReader, StdoutWriter
@@ -37,7 +39,7 @@ from pygls.lsp.server import LanguageServer
 
 import fabric_lsp
 from fabric_lsp.config import Config, load_config
-from fabric_lsp.engine import check_source, workspace_for
+from fabric_lsp.engine import check_document, workspace_for
 from fabric_lsp.lsp import actions as code_actions_module
 from fabric_lsp.lsp.actions import KINDS, code_actions, resolve
 from fabric_lsp.lsp.convert import ClientFeatures, TextSource, result_id, to_diagnostic
@@ -148,6 +150,7 @@ class FabricLanguageServer(LanguageServer):
         self.exit_code = 0
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fabric-lsp-analysis")
         self.analysis_delay = _analysis_delay()
+        self.analysis_busy = threading.Event()  # set while the worker analyses a document
         self.dependents_delay = DEPENDENTS_DELAY
         self.settings_ready: asyncio.Event | None = None
         self._shown: set[str] = set()
@@ -335,6 +338,19 @@ class FabricLanguageServer(LanguageServer):
             if doc.uri != except_uri:
                 self.schedule(doc, delay)
 
+    def schedule_dependents(self, paths: Iterable[str | None], delay: float = 0.0, except_uri: str | None = None) -> None:
+        """Analyse again the open documents whose findings a change of `paths` can change: those
+        whose last analysis read one of them, those not analysed yet, and those that took part in
+        no program (a change elsewhere can make them join one; checking them costs next to nothing).
+        Re-analysing every open document at every keystroke cost seconds of CPU with hundreds open."""
+        changed = {p for p in paths if p}
+        for doc in list(self.docs.values()):
+            if doc.uri == except_uri:
+                continue
+            result = doc.result
+            if result is None or not result.files or not changed.isdisjoint(result.files):
+                self.schedule(doc, delay)
+
     async def _wait_settings(self) -> None:
         if self.settings_ready is not None and not self.settings_ready.is_set():
             try:
@@ -375,12 +391,20 @@ class FabricLanguageServer(LanguageServer):
 
     def _analyse(self, doc: Document, snapshot: Snapshot, open_uris: Mapping[str, str]) -> AnalysisResult | None:
         """Worker thread. None when the snapshot went stale before the work started."""
+        self.analysis_busy.set()
+        try:
+            return self._analyse_now(doc, snapshot, open_uris)
+        finally:
+            self.analysis_busy.clear()
+
+    def _analyse_now(self, doc: Document, snapshot: Snapshot, open_uris: Mapping[str, str]) -> AnalysisResult | None:
         if doc.closed or doc.generation != snapshot.generation:
             return None
         if self.analysis_delay:
             time.sleep(self.analysis_delay)
         started = time.perf_counter()
         findings: tuple = ()
+        files: frozenset[str] = frozenset()
         enabled = True
         try:
             config, settings = self.config_for(snapshot.path)
@@ -404,11 +428,8 @@ class FabricLanguageServer(LanguageServer):
                     log.info("analysing %s against the interpreter %s", workspace.root, workspace.python)
                 for problem in workspace.problems:
                     self._call_in_loop(self.show_once, [f"fabric-lsp: {problem}"])
-                findings = tuple(
-                    f
-                    for f in check_source(snapshot.path, snapshot.text, config, workspace)
-                    if f.span.path == snapshot.path
-                )
+                found, files = check_document(snapshot.path, snapshot.text, config, workspace)
+                findings = tuple(f for f in found if f.span.path == snapshot.path)
             texts = TextSource(snapshot.path, snapshot.uri, snapshot.text, self.overlays, open_uris)
 
             def url_of(record_id: str) -> str | None:
@@ -431,6 +452,7 @@ class FabricLanguageServer(LanguageServer):
             diagnostics=diagnostics,
             result_id=result_id(snapshot.uri, diagnostics, self.protocol._converter),
             enabled=enabled,
+            files=files,
         )
 
     def _store(self, doc: Document, result: AnalysisResult) -> None:
@@ -531,11 +553,17 @@ def _folders_from(params: types.InitializeParams) -> list[tuple[str, str]]:
 
 
 def _text_differs_from_disk(path: str | None, text: str) -> bool:
+    """Whether the buffer differs from the file the URI names. The URI is the client's word: read
+    only a regular file, and only as many bytes as the buffer has (O_NONBLOCK: a FIFO never blocks)."""
     if not path:
         return False
+    data = text.encode("utf-8", errors="surrogatepass")
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read() != text
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size != len(data):
+                return True
+            return handle.read(len(data) + 1) != data
     except OSError:
         return True
 
@@ -672,7 +700,7 @@ def create_server() -> FabricLanguageServer:
             server.uri_by_path[doc.path] = doc.uri
         server.schedule(doc)
         if _text_differs_from_disk(doc.path, doc.text):
-            server.schedule_all(server.dependents_delay, except_uri=doc.uri)
+            server.schedule_dependents([doc.path], server.dependents_delay, except_uri=doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded()
@@ -688,7 +716,7 @@ def create_server() -> FabricLanguageServer:
         if doc.path:
             server.overlays[doc.path] = doc.text
         server.schedule(doc)
-        server.schedule_all(server.dependents_delay, except_uri=doc.uri)
+        server.schedule_dependents([doc.path], server.dependents_delay, except_uri=doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @guarded()
@@ -698,7 +726,7 @@ def create_server() -> FabricLanguageServer:
             server.forget_configuration()
             server.schedule_all()
         elif path and path.endswith((".py", ".pyi")):
-            server.schedule_all(server.dependents_delay, except_uri=params.text_document.uri)
+            server.schedule_dependents([path], server.dependents_delay, except_uri=params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @guarded()
@@ -719,7 +747,7 @@ def create_server() -> FabricLanguageServer:
             server.closed_uris.add(doc.uri)
         else:
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
-        server.schedule_all(server.dependents_delay)  # the file on disk replaces the buffer
+        server.schedule_dependents([doc.path], server.dependents_delay)  # the file on disk replaces the buffer
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @guarded()
@@ -728,9 +756,11 @@ def create_server() -> FabricLanguageServer:
         if any(p and os.path.basename(p) == "pyproject.toml" for p in paths):
             server.forget_configuration()
             server.schedule_all()
-        elif any(p and p.endswith((".py", ".pyi")) and p not in server.uri_by_path for p in paths):
+        else:
             # A changed file that is open is the editor's buffer already; others changed on disk.
-            server.schedule_all(server.dependents_delay)
+            changed = [p for p in paths if p and p.endswith((".py", ".pyi")) and p not in server.uri_by_path]
+            if changed:
+                server.schedule_dependents(changed, server.dependents_delay)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @guarded()
@@ -941,4 +971,14 @@ def run(tcp: tuple[str, int] | None = None) -> int:
             server.start_io(stdin, stdout)
     finally:
         server.stop_analysis()
+    if server.analysis_busy.is_set():
+        # The worker is inside one document's analysis, which cannot be interrupted; the interpreter
+        # would wait for it at exit. The client asked to exit: leave now.
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(server.exit_code)
     return server.exit_code
