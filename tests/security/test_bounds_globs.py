@@ -61,6 +61,16 @@ def test_glob_with_twelve_double_stars_finishes_quickly(tmp_path):
     assert reported_files(result.stdout) == ["main.py"]
 
 
+def test_glob_of_many_stars_finishes_quickly(tmp_path):
+    # `*a*a...*b` against a long name of a's: polynomial of degree 20 for a backtracking matcher.
+    hostile_tree(tmp_path, ["*a" * 20 + "b.py", "generated/"])
+    (tmp_path / ("a" * 200 + ".py")).write_text("x = 1\n")
+    result, elapsed = run_check(tmp_path, "--format", "json")
+    assert elapsed < 10, f"check took {elapsed:.1f}s"
+    assert "Traceback" not in result.stderr
+    assert reported_files(result.stdout) == ["main.py"]
+
+
 def test_reversed_range_is_one_notice_and_other_excludes_apply(tmp_path):
     hostile_tree(tmp_path, ["[z-a]", "generated/"])
     result, elapsed = run_check(tmp_path, "--format", "json")
