@@ -277,7 +277,9 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
             if not os.stat(folder).st_mode & stat.S_IXOTH:
                 pytest.skip(f"{folder} is not enterable by other users")
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-    env = {**os.environ, "PYTHONPATH": str(SERVER_DIR), "HOME": str(tree)}
+    # The user config that `nobody` can reach (none): the session's lives in a folder only we can enter.
+    env = {**os.environ, "PYTHONPATH": str(SERVER_DIR), "HOME": str(tree),
+           "FABRIC_LSP_USER_CONFIG": str(tree / "no-user-config.toml")}
     result = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "All checks passed!\n"

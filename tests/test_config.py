@@ -56,7 +56,7 @@ def test_every_key_is_read(tmp_path):
         """,
     )
     (tmp_path / "src").mkdir()
-    config, problems = load_config(tmp_path / "src")
+    config, problems = load_config(tmp_path / "src", trust_workspace=True)
     assert problems == []
     assert config.select == {"FAB001", "FAB002"}
     assert config.ignore == {"FAB002"}
@@ -164,7 +164,7 @@ def test_interpreter_symlink_is_not_resolved(tmp_path):
     link = tmp_path / ".venv" / "bin" / "python"
     link.symlink_to(sys.executable)
     write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\npython = ".venv/bin/python"\n')
-    assert load_config(tmp_path)[0].python == str(link)
+    assert load_config(tmp_path, trust_workspace=True)[0].python == str(link)
 
 
 def test_bad_toml_is_reported_and_everything_defaulted(tmp_path):

@@ -63,12 +63,13 @@ def tool_fingerprint() -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def interpreter_fingerprint(python: str) -> str:
-    """The analysis interpreter and the state of its installed packages (never run beyond
-    reading its sys.path, as the workspace does)."""
-    from fabric_lsp.analysis.workspace import interpreter_sys_path
+def interpreter_fingerprint(python: str, runnable: bool = False) -> str:
+    """The analysis interpreter and the state of its installed packages. A virtual environment is
+    read as files (venv_sys_path), never run; another interpreter only when the user chose it
+    (`runnable`), through the same cached sys.path read the analysis makes."""
+    from fabric_lsp.analysis.workspace import Interpreter
 
-    sys_path = interpreter_sys_path(python) or ()
+    sys_path = Interpreter(python, runnable).sys_path() or ()
     stamps = []
     for entry in sys_path:
         with contextlib.suppress(OSError):
@@ -95,7 +96,7 @@ def config_fingerprint(config: Config) -> str:
                 records.append((str(path), info.st_size, info.st_mtime_ns))
     return _digest(
         sorted(config.select), sorted(config.ignore), sorted((k, str(v.value)) for k, v in config.severity.items()),
-        config.python, list(config.extend_records), records, config.hints, config.root,
+        config.python, list(config.extend_records), records, config.hints, config.root, config.trusted,
     )
 
 
@@ -275,13 +276,13 @@ class FindingsCache:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, config: Config, python: str, cwd: str | None = None) -> "FindingsCache | None":
+    def open(cls, config: Config, python: str, cwd: str | None = None, runnable: bool = False) -> "FindingsCache | None":
         """The cache for this configuration, or None when its folder cannot be created."""
         try:
             folder = prepare_dir(cache_root(config, cwd))
         except OSError:
             return None
-        name = f"check-{_digest(tool_fingerprint(), interpreter_fingerprint(python), config_fingerprint(config))}.json"
+        name = f"check-{_digest(tool_fingerprint(), interpreter_fingerprint(python, runnable), config_fingerprint(config))}.json"
         data = read_json(folder / name)
         projects = None
         if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("projects"), dict):

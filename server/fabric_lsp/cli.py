@@ -193,10 +193,10 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0) -> list[Fil
     return [found[path] for path in paths]
 
 
-def _cache_python(config: Config, cwd: str) -> str:
-    from fabric_lsp.analysis.workspace import find_interpreter
+def _cache_interpreter(config: Config, cwd: str):
+    from fabric_lsp.analysis.workspace import choose_interpreter
 
-    return find_interpreter(config.root or cwd, config.python)
+    return choose_interpreter(config.root or cwd, config.python, config.trusted)
 
 
 def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None) -> list[FileResult]:
@@ -204,7 +204,7 @@ def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: F
     have not changed."""
     if cache is None:
         return check_files(paths, config, jobs)
-    from fabric_lsp.analysis.workspace import find_interpreter
+    from fabric_lsp.analysis.workspace import choose_interpreter
     from fabric_lsp.engine import project_files, project_root_for
 
     results: dict[str, FileResult] = {}
@@ -212,7 +212,8 @@ def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: F
     pending: list[tuple[str, str, dict | None, list[str]]] = []
     for group in _by_project(paths, config):
         root = project_root_for(group[0], config.root, config.fallback_root)
-        interpreter = interpreter_fingerprint(find_interpreter(root, config.python))
+        chosen = choose_interpreter(root, config.python, config.trusted)
+        interpreter = interpreter_fingerprint(chosen.python, chosen.runnable)
         files = project_files(root, config, group)
         found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files)
         if found is not None:
@@ -261,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", metavar="CODES", help="comma-separated rule codes to report (replaces the config's)")
     check.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes not to report (replaces the config's)")
     check.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages the analysis resolves")
+    check.add_argument("--trust-workspace", action="store_true",
+                       help="let the repository choose programs to run (its pyproject python, its .venv)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
     check.add_argument(
         "--hints", action="store_true", help="also report hint-level findings (off by default in the CLI)"
@@ -310,7 +313,8 @@ def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, l
         config_file = Path(args.config)
         if not config_file.is_file():
             raise UsageError(f"--config: {args.config}: no such file")
-    config, problems = load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line")
+    config, problems = load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line",
+                                   trust_workspace=args.trust_workspace)
     return replace(config, fallback_root=os.getcwd()), problems
 
 
@@ -414,7 +418,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for problem in problems:
         _say(problem)
     files, notices = discover(paths, config.exclude, config.root or cwd)
-    cache = None if args.no_cache else FindingsCache.open(config, _cache_python(config, cwd), cwd)
+    chosen = _cache_interpreter(config, cwd)
+    cache = None if args.no_cache else FindingsCache.open(config, chosen.python, cwd, chosen.runnable)
     return _check_and_report(args, cwd, config, files, notices, cache)
 
 

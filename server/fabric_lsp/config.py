@@ -51,6 +51,9 @@ class Config:
     # The project root of a file with no pyproject.toml/setup.py/setup.cfg/.git above it, when it
     # holds the file: the command line's working directory (the editor sets `root` instead).
     fallback_root: str | None = None
+    # The workspace may choose programs to run (its pyproject `python`, its .venv): only from the
+    # user level (user config `trusted`/`trusted-paths`, --trust-workspace), never from the repository.
+    trusted: bool = False
 
     def enabled(self, code: str) -> bool:
         return code in self.select and code not in self.ignore
@@ -309,6 +312,7 @@ def load_config(
     *,
     config_file: Path | None = None,
     overrides_source: str = "settings",
+    trust_workspace: bool = False,
 ) -> tuple[Config, list[str]]:
     """Defaults <- `[tool.fabric-lsp]` of the nearest pyproject.toml above `start` (or
     `config_file` when given) <- `overrides` (same keys; None values are "not set").
@@ -331,6 +335,21 @@ def load_config(
             file_fields, file_problems = parse_settings(table, path.parent, str(path))
             fields.update(file_fields)
             problems += file_problems
+    from fabric_lsp.user_config import load_user_config
+
+    user, user_problems = load_user_config()
+    problems += user_problems
+    trusted = trust_workspace or user.trusts(fields.get("root") or start_dir)
+    fields["trusted"] = trusted
+    if "python" in fields and not trusted:
+        # A repository must not name a program for us to run: its python is dropped.
+        del fields["python"]
+        problems.append(
+            f"fabric-lsp: notice: {path}: python: ignored: a repository cannot choose a program to run; "
+            "set it in the user config or pass --trust-workspace"
+        )
+    if "python" not in fields and user.python:
+        fields["python"] = user.python
     if overrides:
         # A bad override leaves the file's value (or the default) in force.
         override_fields, override_problems = parse_settings(

@@ -58,11 +58,11 @@ def project_root_for(path: str, configured: str | None, fallback: str | None = N
 def workspace_for(config: Config, path: str | None = None) -> Workspace:
     """One workspace (root, analysis interpreter, unsaved buffers) per (root, interpreter)."""
     root = project_root_for(path, config.root, config.fallback_root) if path else config.root
-    key = (root, config.python)
+    key = (root, config.python, config.trusted)
     with _workspaces_lock:
         workspace = _workspaces.get(key)
         if workspace is None:
-            workspace = _workspaces[key] = Workspace(root, config.python)
+            workspace = _workspaces[key] = Workspace(root, config.python, config.trusted)
         return workspace
 
 
@@ -99,7 +99,7 @@ def plan_for(paths: list[str], config: Config, workspace: Workspace, overlays: d
     root = workspace.root or project_root_for(paths[0], config.root, config.fallback_root)
 
     def library_path() -> tuple[str, ...]:
-        return interpreter_sys_path(workspace.python) or interpreter_sys_path(sys.executable) or ()
+        return workspace.interpreter.sys_path() or interpreter_sys_path(sys.executable) or ()
 
     texts = dict(workspace.overlays)
     if overlays:

@@ -1,7 +1,8 @@
 """One analysis workspace: a root folder, the interpreter whose packages are analysed, and jedi.
 
 This is the only module that imports jedi. jedi parses; it never imports user code here:
-the analysed interpreter's sys.path is read with `-I -S` (no site hooks, no .pth code),
+a workspace's .venv is read as files (venv_sys_path) unless the user trusts it; an interpreter the
+user chose has its sys.path read with `-I -S` (no site hooks, no .pth code),
 jedi's helper process is our own interpreter, and unsafe extensions stay off. jedi answers only
 for names inside libraries that their binding statements do not answer (analysis/program.py), and
 each answer is bounded by counting jedi's inference steps, never by time.
@@ -133,20 +134,125 @@ def _editable_finder_paths(site_dir: str, line: str) -> list[str]:
     return found
 
 
-def find_interpreter(root: str | None, configured: str | None) -> str:
-    """Setting/--python, else VIRTUAL_ENV, else a .venv in the root, else our own interpreter."""
+def _read_pyvenv_cfg(venv_dir: str) -> dict[str, str] | None:
+    try:
+        with open(os.path.join(venv_dir, "pyvenv.cfg"), encoding="utf-8", errors="replace") as handle:
+            text = handle.read(64_000)
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip().lower()] = value.strip()
+    return values
+
+
+def _venv_version(venv_dir: str, cfg: dict[str, str]) -> str | None:
+    """major.minor from pyvenv.cfg (`version` or `version_info`), else from lib/pythonX.Y."""
+    for key in ("version", "version_info"):
+        match = re.match(r"(\d+)\.(\d+)", cfg.get(key, ""))
+        if match:
+            return f"{match.group(1)}.{match.group(2)}"
+    try:
+        names = sorted(os.listdir(os.path.join(venv_dir, "lib")))
+    except OSError:
+        return None
+    for name in names:
+        match = re.fullmatch(r"python(\d+\.\d+)", name)
+        if match:
+            return match.group(1)
+    return None
+
+
+def venv_sys_path(venv_dir: str) -> tuple[str, ...] | None:
+    """The sys.path the virtual environment at `venv_dir` has when its python starts, computed from
+    files only (pyvenv.cfg, folder listings, .pth path lines): nothing in the venv is run, so a
+    repository's `.venv/bin/python` can be anything. None when `venv_dir` has no pyvenv.cfg."""
+    cfg = _read_pyvenv_cfg(venv_dir)
+    if cfg is None:
+        return None
+    version = _venv_version(venv_dir, cfg)
+    home = cfg.get("home", "")
+    base_prefix = os.path.dirname(os.path.normpath(home)) if home else None
+    system = cfg.get("include-system-site-packages", "false").lower() == "true"
+    paths: list[str] = []
+    if version is None:
+        return None
+    nodot = version.replace(".", "")
+    if os.path.isdir(os.path.join(venv_dir, "Lib", "site-packages")):  # Windows layout
+        if base_prefix is not None:
+            paths += [os.path.join(home, f"python{nodot}.zip"), os.path.join(home, "DLLs"), os.path.join(home, "Lib")]
+        site_dirs = [os.path.join(venv_dir, "Lib", "site-packages")]
+        system_dirs = [os.path.join(home, "Lib", "site-packages")] if base_prefix else []
+    else:
+        if base_prefix is not None:
+            lib = os.path.join(base_prefix, "lib")
+            paths += [os.path.join(lib, f"python{nodot}.zip"), os.path.join(lib, f"python{version}"),
+                      os.path.join(lib, f"python{version}", "lib-dynload")]
+        site_dirs = [os.path.join(venv_dir, "lib", f"python{version}", "site-packages")]
+        system_dirs = []
+        if base_prefix is not None:
+            if os.path.isdir(os.path.join(base_prefix, "lib", "python3", "dist-packages")):
+                # Debian's site.py: /usr/local first, then the distribution's folders
+                system_dirs = [os.path.join("/usr/local/lib", f"python{version}", "dist-packages"),
+                               os.path.join(base_prefix, "lib", "python3", "dist-packages"),
+                               os.path.join(base_prefix, "lib", f"python{version}", "dist-packages")]
+            else:
+                system_dirs = [os.path.join(base_prefix, "lib", f"python{version}", "site-packages")]
+    ordered = []
+    if system:  # site.py adds the user folder (when it exists) before the site-packages folders
+        ordered.append(os.path.join(os.path.expanduser("~"), ".local", "lib", f"python{version}", "site-packages"))
+    ordered += site_dirs + (system_dirs if system else [])
+    for folder in ordered:
+        if os.path.isdir(folder):
+            paths.append(folder)
+            paths.extend(_pth_paths(folder))
+    return tuple(dict.fromkeys(paths))
+
+
+def _venv_of(python: str) -> str | None:
+    """The virtual environment folder holding the interpreter `python` (bin/ or Scripts/)."""
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    return folder if os.path.isfile(os.path.join(folder, "pyvenv.cfg")) else None
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The interpreter whose packages are analysed, and whether we may run it to ask its sys.path.
+    Only a user-level choice (--python, the user config, the editor's settings, a trusted
+    workspace) may be run; a workspace's own .venv is otherwise read as files (venv_sys_path)."""
+
+    python: str
+    runnable: bool
+
+    def sys_path(self) -> tuple[str, ...] | None:
+        if self.runnable:
+            return interpreter_sys_path(self.python)
+        venv = _venv_of(self.python)
+        return venv_sys_path(venv) if venv else None
+
+
+def choose_interpreter(root: str | None, configured: str | None, trusted: bool = False) -> Interpreter:
+    """`configured` (already filtered to user-level choices by config.load_config) is run; else
+    $VIRTUAL_ENV, else the root's .venv, read statically unless the workspace is trusted; else our
+    own interpreter."""
     if configured:
-        return configured
-    venv = os.environ.get("VIRTUAL_ENV")
+        return Interpreter(configured, True)
     candidates = []
+    venv = os.environ.get("VIRTUAL_ENV")
     if venv:
         candidates.append(os.path.join(venv, "bin", "python"))
     if root:
         candidates.append(os.path.join(root, ".venv", "bin", "python"))
     for candidate in candidates:
-        if os.path.exists(candidate):
-            return candidate
-    return sys.executable
+        if os.path.lexists(candidate) or _venv_of(candidate):
+            return Interpreter(candidate, trusted)
+    return Interpreter(sys.executable, True)
+
+
+def find_interpreter(root: str | None, configured: str | None, trusted: bool = False) -> str:
+    return choose_interpreter(root, configured, trusted).python
 
 
 class JediBudgetSpent(BaseException):
@@ -203,9 +309,10 @@ class Workspace:
     """A project root, the interpreter whose packages are analysed, the editor's unsaved buffers,
     and jedi for names in libraries that the binding statements alone do not answer."""
 
-    def __init__(self, root: str | None = None, python: str | None = None) -> None:
+    def __init__(self, root: str | None = None, python: str | None = None, trusted: bool = False) -> None:
         self.root = os.path.abspath(root) if root else None
-        self.python = find_interpreter(self.root, python)
+        self.interpreter = choose_interpreter(self.root, python, trusted)
+        self.python = self.interpreter.python
         self.problems: list[str] = []
         self.overlays: dict[str, str] = {}  # unsaved editor buffers, by absolute path
         self._project = None
@@ -214,7 +321,7 @@ class Workspace:
 
     @property
     def library_path(self) -> tuple[str, ...]:
-        return interpreter_sys_path(self.python) or interpreter_sys_path(sys.executable) or ()
+        return self.interpreter.sys_path() or interpreter_sys_path(sys.executable) or ()
 
     @property
     def project(self):
@@ -222,10 +329,10 @@ class Workspace:
             if self._project is None:
                 import jedi
 
-                sys_path = interpreter_sys_path(self.python)
+                sys_path = self.interpreter.sys_path()
                 if sys_path is None:
                     self.problems.append(
-                        f"interpreter {self.python!r} cannot be run; analysing against {sys.executable}"
+                        f"interpreter {self.python!r}: no sys.path (cannot be run or read); analysing against {sys.executable}"
                     )
                     sys_path = interpreter_sys_path(sys.executable)
                 root = self.root or os.getcwd()
