@@ -16,21 +16,29 @@ Additions to the stable contract: `--hints` (hint-level findings are off in the 
 from __future__ import annotations
 
 import argparse
+import ast
 import gc
+import hashlib
 import multiprocessing
 import os
+import stat
 import sys
-import tempfile
 import threading
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory lock; the digest check still applies
+    fcntl = None  # type: ignore[assignment]
 
 import fabric_lsp
 from fabric_lsp.cache import CACHE_DIR_NAME, FindingsCache, interpreter_fingerprint
 from fabric_lsp.config import Config, expand_codes, load_config
+from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
@@ -318,21 +326,50 @@ def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, l
     return replace(config, fallback_root=os.getcwd()), problems
 
 
-def _write(path: str, text: str, encoding: str) -> None:
-    """Replace the file's content atomically, keeping its mode; through a link, the target."""
-    target = os.path.realpath(path)
-    data = text.encode(encoding)
-    directory = os.path.dirname(target)
-    handle, temporary = tempfile.mkstemp(prefix=".fabric-lsp-", dir=directory)
+class ChangedSinceChecked(Exception):
+    """The file's bytes are no longer those the fix was computed from."""
+
+
+def file_digest(path: str, max_size: int) -> str | None:
+    """SHA-256 of a regular file's bytes (None: unreadable, special or over `max_size`)."""
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, os.stat(target).st_mode & 0o7777)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        data = handle.read(max_size + 1)
+    return hashlib.sha256(data).hexdigest() if len(data) <= max_size else None
+
+
+def _write(path: str, text: str, encoding: str, expected_digest: str) -> None:
+    """Rewrite the file in place (same inode: owner, mode and hard links kept; through a link, its
+    target), under an exclusive lock, only if its bytes still hash to `expected_digest`."""
+    data = text.encode(encoding)
+    target = os.path.realpath(path)
+    # O_NOFOLLOW: the target must not have become a link since it was resolved (and confined).
+    fd = os.open(target, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "r+b") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{target} is not a regular file")
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # against a writer that locks too; released on close
+        if hashlib.sha256(handle.read()).hexdigest() != expected_digest:
+            raise ChangedSinceChecked(path)
+        handle.seek(0)
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(fd)
+
+
+def _parses(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 @dataclass
@@ -345,20 +382,30 @@ class FixOutcome:
     skipped: int = 0  # fixes left out because they overlap an earlier one
     messages: list[str] = field(default_factory=list)  # notices and errors for stderr
     failed: bool = False  # a file could not be written
+    stale: list[str] = field(default_factory=list)  # files changed since they were checked: not fixed
 
 
 def fix_findings(
-    findings: Sequence[Finding], *, unsafe_fixes: bool, write: bool, max_file_size: int, cwd: str
+    findings: Sequence[Finding], *, unsafe_fixes: bool, write: bool, max_file_size: int, cwd: str,
+    checked_digests: Mapping[str, str] | None = None,
 ) -> FixOutcome:
     """Apply the fixes of `findings` that are fixable (safe ones; unsafe ones too with
     `unsafe_fixes`), in the findings' order, skipping fixes that overlap an earlier one. With
-    `write`, the changed files are written (keeping their encoding, BOM and line endings)."""
+    `write`, the changed files are written (keeping their encoding, BOM and line endings).
+
+    `checked_digests` (absolute path -> SHA-256 of the bytes read before the analysis): a file whose
+    bytes differ now is not fixed ("changed since it was checked"), nor is one missing from it;
+    None trusts the current bytes (callers that analysed them just now). A result that does not
+    parse is never written."""
     outcome = FixOutcome()
     selected = [f for f in findings if fixable(f, unsafe_fixes)]
     for path in sorted({edit.path for f in selected for edit in f.fix.edits}):
         source, notice = read_source(path, max_file_size)
         if notice is not None:
             outcome.messages.append(notice.format(cwd))
+        elif checked_digests is not None and checked_digests.get(os.path.abspath(path)) != source.digest:
+            outcome.stale.append(path)
+            outcome.messages.append(f"{display_path(path, cwd)}: changed since it was checked; not fixed")
         else:
             outcome.originals[path] = source
     texts = {edit.path: None for f in selected for edit in f.fix.edits}
@@ -366,6 +413,8 @@ def fix_findings(
     result = apply_fixes([f.fix for f in selected], texts)
     for index, reason in sorted(result.unavailable.items()):
         finding = selected[index]
+        if any(edit.path in outcome.stale for edit in finding.fix.edits):
+            continue  # said once per file above
         outcome.messages.append(
             f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
             f"{finding.span.start.character + 1}: {finding.code} fix not applied: {reason}"
@@ -377,22 +426,33 @@ def fix_findings(
             f"{PROG}: notice: {count} fix{'es' if count != 1 else ''} skipped because "
             f"{'they overlap' if count != 1 else 'it overlaps'} another fix; run again to apply"
         )
-    outcome.texts = result.texts
-    applied = [selected[i] for i in result.applied]
+    outcome.texts = {}
+    for path, text in result.texts.items():
+        if _parses(text, path):
+            outcome.texts[path] = text
+        else:
+            outcome.failed = True
+            outcome.messages.append(f"{PROG}: error: {display_path(path, cwd)}: the fixed text would not parse; not fixed")
+    applied = [selected[i] for i in result.applied
+               if all(e.path in outcome.texts or e.path not in result.texts for e in selected[i].fix.edits)]
     if not write:
         outcome.fixed_findings = applied
         outcome.fixed = len(applied)
         return outcome
-    for path in sorted(result.texts):
+    for path in sorted(outcome.texts):
+        original = outcome.originals[path]
         try:
-            _write(path, result.texts[path], outcome.originals[path].encoding)
+            _write(path, outcome.texts[path], original.encoding, original.digest)
             outcome.written.append(path)
+        except ChangedSinceChecked:
+            outcome.stale.append(path)
+            outcome.messages.append(f"{display_path(path, cwd)}: changed since it was checked; not fixed")
         except (OSError, UnicodeError) as error:
             outcome.messages.append(f"{PROG}: error: {display_path(path, cwd)}: cannot write the fix: {error}")
             outcome.failed = True
     written = set(outcome.written)
     outcome.fixed_findings = [
-        f for f in applied if all(e.path in written or e.path not in result.texts for e in f.fix.edits)
+        f for f in applied if all(e.path in written or e.path not in outcome.texts for e in f.fix.edits)
     ]
     outcome.fixed = len(outcome.fixed_findings)
     return outcome
@@ -423,7 +483,39 @@ def cmd_check(args: argparse.Namespace) -> int:
     return _check_and_report(args, cwd, config, files, notices, cache)
 
 
+def _library_paths(config: Config, files: Sequence[str]) -> list[str]:
+    """The analysed interpreters' library paths (Workspace.library_path) of the checked projects."""
+    from fabric_lsp.engine import workspace_for
+
+    found: list[str] = []
+    for group in _by_project(files, config):
+        found.extend(workspace_for(config, os.path.abspath(group[0])).library_path)
+    return found
+
+
+def _confine(findings: list[Finding], bounds: FixBounds, cwd: str, say: bool) -> list[Finding]:
+    kept, refused = confine(findings, bounds)
+    if say:
+        for finding, path, reason in refused:
+            offered = next((f for f in kept if f.span == finding.span and f.code == finding.code), None)
+            instead = "; an in-file alternative is offered (unsafe)" if offered is not None and offered.fix else ""
+            _say(f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
+                 f"{finding.span.start.character + 1}: {finding.code} fix would edit {display_path(path, cwd)}: "
+                 f"{reason}; not fixed{instead}")
+    return kept
+
+
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
+    fixing = args.fix or args.diff
+    # Hashed before the analysis: a file that changes at any later point is not fixed.
+    checked_digests = {}
+    if fixing:
+        for path in files:
+            digest = file_digest(path, config.max_file_size)
+            if digest is not None:
+                checked_digests[os.path.abspath(path)] = digest
+    # A fix edits only files inside the paths given (a file argument: that file only).
+    bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
     results = check_files_cached(files, config, args.jobs, cache)
 
     failed = False
@@ -443,23 +535,26 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         path, _, reason = note.partition(": ")
         _say(f"{PROG}: notice: {display_path(path, cwd) if os.path.isabs(path) else path}: {reason}")
     findings.sort(key=sort_key)
+    findings = _confine(findings, bounds, cwd, say=fixing)
 
     context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes)
-    if args.fix or args.diff:
+    stale = False
+    if fixing:
         outcome = fix_findings(
             findings, unsafe_fixes=args.unsafe_fixes, write=not args.diff,
-            max_file_size=config.max_file_size, cwd=cwd,
+            max_file_size=config.max_file_size, cwd=cwd, checked_digests=checked_digests,
         )
         for message in outcome.messages:
             _say(message)
         failed = failed or outcome.failed
+        stale = bool(outcome.stale)
         if args.diff:
             for path in sorted(outcome.texts):
                 sys.stdout.write(unified_diff(outcome.originals[path].text, outcome.texts[path], display_path(path, cwd)))
             sys.stdout.flush()
             count = outcome.fixed
             _say(f"Would fix {count} error{'s' if count != 1 else ''}." if count else "No errors would be fixed.")
-            return 2 if failed else (1 if outcome.texts else 0)
+            return 2 if failed else (1 if outcome.texts or stale else 0)
         context.fix_mode, context.fixed = True, outcome.fixed
         if args.format != "text" and outcome.fixed:
             n_written = len(outcome.written)
@@ -481,12 +576,13 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
                 if result.notice is not None:
                     _say(result.notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
-            findings += [f for r in fresh.values() for f in r.findings]
+            findings += _confine([f for r in fresh.values() for f in r.findings], bounds, cwd, say=False)
             findings.sort(key=sort_key)
 
     sys.stdout.write(render(args.format, findings, context))
     sys.stdout.flush()
-    return exit_status(findings, failed, args.exit_zero)
+    status = exit_status(findings, failed, args.exit_zero)
+    return 1 if stale and status == 0 else status  # a file left unfixed is never success, even with --exit-zero
 
 
 # ---------------------------------------------------------------------------------------------

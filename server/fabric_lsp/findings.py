@@ -70,6 +70,9 @@ class Finding:
     record_id: str
     related: tuple[Related, ...] = ()
     fix: Fix | None = None
+    # Fixes confined to the finding's own file, offered instead of `fix` when `fix` edits a file
+    # a fix may not touch (fabric_lsp.confinement); unsafe: they change what the code does.
+    alternatives: tuple[Fix, ...] = field(default=(), compare=False, hash=False)
     # Names that fill the record's runtime error message for this occurrence,
     # e.g. {"class": "TinyLM", "method": "generate"}.
     context: dict[str, str] = field(default_factory=dict, compare=False, hash=False)

@@ -7,6 +7,7 @@ yields a `Notice` the caller prints as `fabric-lsp: notice: <path>: <reason>`, a
 from __future__ import annotations
 
 import codecs
+import hashlib
 import io
 import os
 import stat
@@ -41,6 +42,7 @@ class DecodedFile:
     path: str  # absolute, as given (symlinks not resolved)
     text: str  # decoded, line endings untouched
     encoding: str  # codec to write it back with ("utf-8-sig" keeps a BOM)
+    digest: str = ""  # SHA-256 of the bytes read (a fix is written only over these same bytes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ def decode_source(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | 
             path, f"cannot decode as {encoding}: invalid byte 0x{data[error.start]:02x} at offset {error.start}"
         )
     # detect_encoding names a BOM "utf-8-sig" and decoding drops it; writing back restores it.
-    return DecodedFile(path=path, text=text, encoding=encoding), None
+    return DecodedFile(path=path, text=text, encoding=encoding, digest=hashlib.sha256(data).hexdigest()), None
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
