@@ -124,7 +124,7 @@ class FabricLsp implements vscode.Disposable {
         this.log.warn(`Python extension: no selected interpreter (${String(error)})`);
       }
     }
-    return analysisInterpreter(vscode.workspace.isTrusted, selected, this.plan?.serverPython);
+    return analysisInterpreter(vscode.workspace.isTrusted, selected, this.plan?.untrustedAnalysisPython);
   }
 
   private async serverSettings(scope: vscode.Uri | undefined): Promise<ServerSettings> {

@@ -106,6 +106,33 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/**
+ * The Python a script's `#!` line runs (`#!/venv/bin/python3`, `#!/usr/bin/env python3`), read as text:
+ * the interpreter of a pip-installed `fabric-lsp`. Undefined when the file is not a Python script.
+ */
+export function shebangPython(file: string, env: NodeJS.ProcessEnv): string | undefined {
+  let head: string;
+  try {
+    const fd = fs.openSync(file, "r");
+    try {
+      const buffer = Buffer.alloc(512);
+      head = buffer.subarray(0, fs.readSync(fd, buffer, 0, buffer.length, 0)).toString("utf8");
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  if (!head.startsWith("#!")) return undefined;
+  const words = head.slice(2).split(/\r?\n/)[0].trim().split(/\s+/);
+  const isPython = (name: string) => /^python[0-9.]*$/.test(path.basename(name));
+  if (words[0] && path.basename(words[0]) === "env") {
+    const name = words.slice(1).find((word) => !word.startsWith("-"));
+    return name && isPython(name) ? findOnPath(name, env) : undefined;
+  }
+  return words[0] && path.isAbsolute(words[0]) && isPython(words[0]) ? words[0] : undefined;
+}
+
 export type LaunchSource = "path" | "interpreter setting" | "Python extension" | "python3 on PATH";
 
 export interface LaunchPlan {
@@ -117,6 +144,12 @@ export interface LaunchPlan {
   env: Record<string, string>;
   /** The Python that runs the bundled server (absent for `fabric-lsp.path`). */
   serverPython?: string;
+  /**
+   * What an untrusted workspace is analysed against: the server's own Python; for `fabric-lsp.path` the
+   * Python its `#!` line names, else python3 on PATH. Never one the workspace chose: with none, the server
+   * would fall back to the workspace's `.venv`.
+   */
+  untrustedAnalysisPython?: string;
   pythonVersion?: string;
   /** Interpreters looked at and passed over, with the reason (for the log). */
   skipped: string[];
@@ -166,7 +199,8 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
         details: [`fabric-lsp.path ${wanted}: not found or not executable`],
       };
     }
-    return { ok: true, source: "path", command: found, args: ["serve"], env: {}, skipped };
+    const ownPython = shebangPython(found, inputs.env) ?? findOnPath("python3", inputs.env) ?? findOnPath("python", inputs.env);
+    return { ok: true, source: "path", command: found, args: ["serve"], env: {}, untrustedAnalysisPython: ownPython, skipped };
   }
 
   const strategy: ImportStrategy = inputs.trusted ? inputs.importStrategy : "bundled";
@@ -178,6 +212,7 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
     args: strategy === "bundled" ? ["-I", inputs.launcher] : [inputs.launcher],
     env: { FABRIC_LSP_IMPORT_STRATEGY: strategy, PYTHONUNBUFFERED: "1" },
     serverPython: python,
+    untrustedAnalysisPython: python,
     pythonVersion: result.version,
     skipped,
   });

@@ -14,7 +14,9 @@ import {
   type LaunchPlan,
   probePython,
   resolveLaunch,
+  shebangPython,
 } from "../src/interpreter";
+import { mapSettings } from "../src/settings";
 
 const realPython = findOnPath("python3", process.env);
 let dir: string;
@@ -222,6 +224,68 @@ describe("analysisInterpreter", () => {
     assert.equal(analysisInterpreter(true, "/proj/.venv/bin/python", "/usr/bin/python3"), "/proj/.venv/bin/python");
     assert.equal(analysisInterpreter(true, undefined, "/usr/bin/python3"), null);
     assert.equal(analysisInterpreter(false, "/proj/.venv/bin/python", "/usr/bin/python3"), "/usr/bin/python3");
+  });
+});
+
+describe("untrusted workspace with fabric-lsp.path", () => {
+  // The workspace has its own .venv; with no python setting the server would fall back to it.
+  function workspaceWithVenv(): { folder: string; venvPython: string } {
+    const folder = fs.mkdtempSync(path.join(dir, "untrusted-"));
+    const venvPython = path.join(folder, ".venv", "bin", "python");
+    fs.mkdirSync(path.dirname(venvPython), { recursive: true });
+    fs.writeFileSync(path.join(folder, ".venv", "pyvenv.cfg"), "home = /usr/bin\n");
+    fs.symlinkSync(realPython!, venvPython);
+    return { folder, venvPython };
+  }
+
+  function analysedAgainst(plan: LaunchPlan, venvPython: string): string | null {
+    const python = analysisInterpreter(false, venvPython, plan.untrustedAnalysisPython);
+    return mapSettings(() => ({}), python).settings.python;
+  }
+
+  it("analyses against the Python named by the installed script's #! line", async () => {
+    const { folder, venvPython } = workspaceWithVenv();
+    const userPython = path.join(dir, "user-venv", "bin", "python3");
+    fs.mkdirSync(path.dirname(userPython), { recursive: true });
+    if (!fs.existsSync(userPython)) fs.symlinkSync(realPython!, userPython);
+    const installed = path.join(dir, "installed-fabric-lsp");
+    fs.writeFileSync(installed, `#!${userPython}\nimport sys\n`, { mode: 0o755 });
+    const plan = ok(await resolveLaunch(inputs({ path: installed, trusted: false, workspaceFolder: folder })));
+    assert.equal(plan.source, "path");
+    assert.equal(plan.command, installed);
+    assert.equal(analysedAgainst(plan, venvPython), userPython);
+  });
+
+  it("without a Python #! line, analyses against python3 on PATH, never null (the workspace's .venv)", async () => {
+    const { folder, venvPython } = workspaceWithVenv();
+    const plan = ok(
+      await resolveLaunch(
+        inputs({
+          path: fakeServer, // a /bin/sh wrapper
+          interpreter: venvPython,
+          trusted: false,
+          workspaceFolder: folder,
+          pythonExtensionInterpreter: async () => venvPython,
+        }),
+      ),
+    );
+    const python = analysedAgainst(plan, venvPython);
+    assert.equal(python, path.join(pathWithRealPython, "python3"));
+    assert.ok(!python!.startsWith(folder), python!);
+  });
+
+  it("control: a trusted workspace analyses against its selected Python", async () => {
+    const { folder, venvPython } = workspaceWithVenv();
+    const plan = ok(await resolveLaunch(inputs({ path: fakeServer, workspaceFolder: folder })));
+    assert.equal(analysisInterpreter(true, venvPython, plan.untrustedAnalysisPython), venvPython);
+  });
+
+  it("shebangPython reads `env python3` through PATH and ignores non-Python scripts", () => {
+    const viaEnv = path.join(dir, "via-env");
+    fs.writeFileSync(viaEnv, "#!/usr/bin/env python3\n", { mode: 0o755 });
+    assert.equal(shebangPython(viaEnv, { PATH: pathWithRealPython }), path.join(pathWithRealPython, "python3"));
+    assert.equal(shebangPython(fakeServer, { PATH: pathWithRealPython }), undefined);
+    assert.equal(shebangPython(path.join(dir, "missing"), { PATH: pathWithRealPython }), undefined);
   });
 });
 

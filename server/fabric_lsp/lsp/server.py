@@ -38,6 +38,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 import fabric_lsp
+from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.config import Config, load_config
 from fabric_lsp.engine import check_document, workspace_for
 from fabric_lsp.lsp import actions as code_actions_module
@@ -247,6 +248,13 @@ class FabricLanguageServer(LanguageServer):
                 return folder
         return None
 
+    def fix_roots_for(self, path: str) -> list[str]:
+        """The folders a fix for `path` may edit: every workspace folder holding it, else its own folder."""
+        roots = [
+            folder for _, folder in self.folders if path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+        ]
+        return roots or [os.path.dirname(path)]
+
     def settings_for(self, path: str | None) -> EditorSettings:
         folder = self.folder_of(path)
         if folder in self.settings:
@@ -429,6 +437,10 @@ class FabricLanguageServer(LanguageServer):
                 for problem in workspace.problems:
                     self._call_in_loop(self.show_once, [f"fabric-lsp: {problem}"])
                 found, files = check_document(snapshot.path, snapshot.text, config, workspace)
+                # Quick fixes and fix-all edit only files of the workspace, never installed code
+                # (a workspace file linking outside, a module found on the interpreter's path).
+                bounds = FixBounds(self.fix_roots_for(snapshot.path), lambda: workspace.library_path)
+                found, _ = confine(found, bounds)
                 findings = tuple(f for f in found if f.span.path == snapshot.path)
             texts = TextSource(snapshot.path, snapshot.uri, snapshot.text, self.overlays, open_uris)
 
