@@ -603,6 +603,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     records = load_records(config.extend_records)
     for problem in records.problems:
         _say(f"{PROG}: records: {problem}")
+    for notice in records.notices:
+        _say(f"{PROG}: notice: records: {notice}")
     rule = rule_by_code(query)
     context = None
     record = records.by_code(query) if rule else records.by_id(query)
