@@ -307,7 +307,8 @@ def test_extra_directory_record_overrides_the_shipped_one_with_the_same_id(tmp_p
     document["record"]["documentation"] = "Team note: mark generate() right after setup."
     path = _write(tmp_path, "ours.json", document)
 
-    records = load_records([str(tmp_path)])
+    # replace_builtin: the user config's `replace-records = true` (tests/security/test_records_replace.py)
+    records = load_records([str(tmp_path)], replace_builtin=True)
 
     assert records.by_code("FAB001")["documentation"] == "Team note: mark generate() right after setup."
     assert records.by_code("FAB001").source == str(path)
@@ -325,7 +326,7 @@ def test_later_extra_directory_wins(tmp_path):
     _write(first, "x.json", document)
     document["record"]["documentation"] = "second"
     _write(second, "x.json", document)
-    assert load_records([str(first), str(second)]).by_code("FAB003")["documentation"] == "second"
+    assert load_records([str(first), str(second)], replace_builtin=True).by_code("FAB003")["documentation"] == "second"
 
 
 # --- message matching --------------------------------------------------------------------------------
@@ -927,7 +928,7 @@ def test_a_record_that_overrides_a_shipped_one_keeps_its_paths(tmp_path):
     document = json.loads((DATA_DIR / f"{FAB002_ID}.json").read_text(encoding="utf-8"))
     document["record"]["documentation"] = "Team note: every module needs reset_parameters."
     _write(tmp_path, "ours.json", document)
-    records = load_records([str(tmp_path)])
+    records = load_records([str(tmp_path)], replace_builtin=True)
     assert records.by_code("FAB002")["documentation"].startswith("Team note")
     assert records.match_message(FSDP_MESSAGE).record is records.by_code("FAB002")
     assert "AttributeError" in render_markdown(records.by_code("FAB002"), {"path": "fsdp"}).split("\n\n")[1]

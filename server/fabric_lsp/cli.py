@@ -42,6 +42,7 @@ from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
+from fabric_lsp.report.escape import escape_lines
 from fabric_lsp.walk import DecodedFile, Notice, discover, display_path, read_source
 
 PROG = "fabric-lsp"
@@ -55,7 +56,8 @@ class UsageError(Exception):
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    # Notices carry file names and source text: no raw control character reaches the terminal.
+    print(escape_lines(message), file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -550,7 +552,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         stale = bool(outcome.stale)
         if args.diff:
             for path in sorted(outcome.texts):
-                sys.stdout.write(unified_diff(outcome.originals[path].text, outcome.texts[path], display_path(path, cwd)))
+                sys.stdout.write(escape_lines(unified_diff(outcome.originals[path].text, outcome.texts[path],
+                                                          display_path(path, cwd))))
             sys.stdout.flush()
             count = outcome.fixed
             _say(f"Would fix {count} error{'s' if count != 1 else ''}." if count else "No errors would be fixed.")
@@ -603,6 +606,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     records = load_records(config.extend_records)
     for problem in records.problems:
         _say(f"{PROG}: records: {problem}")
+    for notice in records.notices:
+        _say(f"{PROG}: notice: records: {notice}")
     rule = rule_by_code(query)
     context = None
     record = records.by_code(query) if rule else records.by_id(query)
@@ -614,7 +619,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
         return 2
     renderer = render_markdown if args.format == "markdown" else render_text
-    sys.stdout.write(renderer(record, context=context, code=rule.code if rule else record.code))
+    sys.stdout.write(escape_lines(renderer(record, context=context, code=rule.code if rule else record.code)))
     return 0
 
 

@@ -93,13 +93,20 @@ async def test_plaintext_hover_and_extra_records(tmp_path):
 
     workspace = tmp_path / "ws"
     path = copy_case("fab001_generate_ddp_literal.py", workspace)
+    user_config = tmp_path / "user-config.toml"  # replacing a built-in record needs the user's opt-in
+    user_config.write_text("replace-records = true\n")
     async with session(
-        capabilities("neovim", plaintext_only), [workspace], initialization_options={"extendRecords": [str(record_dir)]}
+        capabilities("neovim", plaintext_only), [workspace], initialization_options={"extendRecords": [str(record_dir)]},
+        env={"FABRIC_LSP_USER_CONFIG": str(user_config)},
     ) as (client, init):
         uri = open_doc(client, path)
         (finding,) = await diagnostics(client, uri, version=1)
         found = await hover(client, uri, finding.range.start)
-        assert client.messages == []  # the record directory loaded without problems
+        # the record directory loaded without problems; the replacement is noted once
+        assert [m.message for m in client.messages] == [
+            f"fabric-lsp: records: {record_dir / 'af391673c4dd180e.json'}: record af391673c4dd180e overrides "
+            f"the one from {REPO / 'server/fabric_lsp/records/data/af391673c4dd180e.json'}"
+        ]
     assert found.contents.kind == types.MarkupKind.PlainText
     value = found.contents.value
     assert value.startswith("FAB001 unmarked-forward-method\n==============================\n")

@@ -317,8 +317,9 @@ class FabricLanguageServer(LanguageServer):
         records = self._records.get(key)
         if records is None:
             records = self._records[key] = load_records(key)
-            if records.problems:
-                self._call_in_loop(self.show_once, [f"fabric-lsp: records: {p}" for p in records.problems])
+            lines = [f"fabric-lsp: records: {p}" for p in (*records.problems, *records.notices)]
+            if lines:
+                self._call_in_loop(self.show_once, lines)
         return records
 
     def forget_configuration(self) -> None:

@@ -1,8 +1,11 @@
 """Load and validate knowledge-base records (schemaVersion 2) and match runtime messages against them.
 
 A record file is JSON: `{"record": {...}, "datasetVersion": "..."}`. The shipped records live in
-`records/data/*.json`; `extend-records` directories add more, and a record there whose id is already
-known replaces the earlier one (noted in `RecordSet.notices`). A file that fails validation is left out
+`records/data/*.json`; `extend-records` directories add more. A record there with the id of a shipped
+(built-in) record is left out with a notice: a repository's config must not rewrite what the built-in
+records tell the user. Only the user config's `replace-records = true` lets it replace the built-in one,
+and the replacement is noted (`RecordSet.notices`) and logged. Between extend-records directories, a
+later record with an id already added replaces the earlier one (noted too). A file that fails validation is left out
 and reported in `RecordSet.problems` as "<file>: field '<name>': <what is wrong>"; it never keeps the
 other files from loading.
 
@@ -21,6 +24,7 @@ exponentially is rejected at load time (see `pattern_risk`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -39,6 +43,8 @@ except ImportError:  # Python 3.10
 
 from fabric_lsp.records.messages import context_from_groups, placeholders, sample_message
 from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
+
+_logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -557,7 +563,10 @@ def _describe(path: Path, error: RecordError) -> str:
 
 
 def _load_dirs(
-    dirs: Sequence[Path], base: Mapping[str, Record], paths: Mapping[str, tuple[RecordPath, ...]] | None = None
+    dirs: Sequence[Path],
+    base: Mapping[str, Record],
+    paths: Mapping[str, tuple[RecordPath, ...]] | None = None,
+    replace_builtin: bool = True,
 ) -> tuple[dict[str, Record], list[str], list[str]]:
     by_id = dict(base)
     problems: list[str] = []
@@ -577,8 +586,15 @@ def _load_dirs(
                 problems.append(f"{path}: field 'id': duplicate of {loaded_here[record.id]}, left out")
                 continue
             loaded_here[record.id] = path
+            if record.id in base and not replace_builtin:
+                notices.append(f"{path}: record {record.id} has the id of a built-in record; ignored, the built-in "
+                               f"one is kept (set `replace-records = true` in the user config to allow replacing)")
+                continue
             if record.id in by_id:
-                notices.append(f"{path}: record {record.id} overrides the one from {by_id[record.id].source}")
+                notice = f"{path}: record {record.id} overrides the one from {by_id[record.id].source}"
+                notices.append(notice)
+                if record.id in base:
+                    _logger.info("records: %s (replace-records = true in the user config)", notice)
             by_id[record.id] = record
     return by_id, problems, notices
 
@@ -619,11 +635,18 @@ def default_records() -> RecordSet:
     return _default
 
 
-def load_records(extra_dirs: Sequence[str] = ()) -> RecordSet:
-    """The shipped records plus those of `extra_dirs` (later directories win on equal ids; a record that
-    replaces a shipped one keeps the shipped runtime paths of its id)."""
+def load_records(extra_dirs: Sequence[str] = (), replace_builtin: bool | None = None) -> RecordSet:
+    """The shipped records plus those of `extra_dirs` (later directories win on equal ids). A record with
+    a shipped record's id replaces it only when `replace_builtin` (None: the user config's
+    `replace-records`); it then keeps the shipped runtime paths of its id."""
     base = default_records()
     if not extra_dirs:
         return base
-    by_id, problems, notices = _load_dirs([Path(d).expanduser() for d in extra_dirs], base._by_id, _default_paths)
+    if replace_builtin is None:
+        from fabric_lsp.user_config import load_user_config
+
+        replace_builtin = load_user_config()[0].replace_records
+    by_id, problems, notices = _load_dirs(
+        [Path(d).expanduser() for d in extra_dirs], base._by_id, _default_paths, replace_builtin
+    )
     return _make_set(by_id, [*base.problems, *problems], [*base.notices, *notices])

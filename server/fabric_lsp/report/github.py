@@ -11,6 +11,7 @@ from typing import Sequence
 
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report.common import ReportContext, row_col
+from fabric_lsp.report.escape import escape_controls
 
 _COMMAND = {
     Severity.ERROR: "error",
@@ -21,7 +22,9 @@ _COMMAND = {
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # CR/LF are the workflow command's own escapes; every other control is shown, not sent raw.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_controls(text)
 
 
 def _escape_property(text: str) -> str:

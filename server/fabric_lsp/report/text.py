@@ -13,6 +13,7 @@ from typing import Sequence
 
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report.common import ReportContext, fixable, hidden_unsafe, row_col
+from fabric_lsp.report.escape import escape_controls as _safe
 
 
 def _plural(count: int, word: str) -> str:
@@ -23,14 +24,14 @@ def format_finding(finding: Finding, context: ReportContext) -> str:
     row, col = row_col(finding.span.start)
     mark = " [*]" if fixable(finding, context.unsafe_fixes) else ""
     lines = [
-        f"{context.display(finding.span.path)}:{row}:{col}: {finding.code}{mark} "
-        f"{finding.severity.value}: {finding.message}"
+        f"{_safe(context.display(finding.span.path))}:{row}:{col}: {finding.code}{mark} "
+        f"{finding.severity.value}: {_safe(finding.message)}"
     ]
     for related in finding.related:
         r_row, r_col = row_col(related.span.start)
-        lines.append(f"  note: {context.display(related.span.path)}:{r_row}:{r_col}: {related.message}")
+        lines.append(f"  note: {_safe(context.display(related.span.path))}:{r_row}:{r_col}: {_safe(related.message)}")
     if finding.fix is not None:
-        lines.append(f"  help: {finding.fix.title}")
+        lines.append(f"  help: {_safe(finding.fix.title)}")
     return "\n".join(lines)
 
 
