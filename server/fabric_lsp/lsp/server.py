@@ -22,6 +22,7 @@ supports it.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
 import sys
@@ -49,7 +50,7 @@ from fabric_lsp.lsp.logs import ClientLogHandler
 from fabric_lsp.lsp.positions import encoding_name
 from fabric_lsp.lsp.protocol import FabricProtocol
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
-from fabric_lsp.lsp.transport import read_frames
+from fabric_lsp.lsp.transport import read_first_frame, read_frames
 from fabric_lsp.records import RecordSet, load_records, render_markdown, render_text, rule_by_code
 from fabric_lsp.walk import ExcludeMatcher
 
@@ -61,6 +62,7 @@ EXPLAIN_COMMAND = "fabric-lsp.explain"
 RECHECK_COMMAND = "fabric-lsp.recheck"
 DEPENDENTS_DELAY = 0.15  # seconds of quiet before other open documents are re-analysed
 PROCESS_POLL_SECONDS = 2.0
+AUTH_TIMEOUT_SECONDS = 30.0  # a TCP connection that has not shown the token by then is closed
 CLIENT_REQUEST_TIMEOUT = 10.0
 # Testing hook: seconds each analysis sleeps first, so that tests can make edits and cancellations
 # arrive while an analysis is running. Never set in normal use.
@@ -175,12 +177,38 @@ class FabricLanguageServer(LanguageServer):
         finally:
             self.shutdown()
 
-    def start_tcp(self, host: str, port: int) -> None:
+    def start_tcp(self, host: str, port: int, token: str) -> None:
+        """Serve the first connection that opens with an `initialize` carrying the token
+        (initializationOptions.token); any other connection is closed, unread beyond its first frame."""
         self._stop_event = stop_event = threading.Event()
+        client_connected = False
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal client_connected
+            peer = writer.get_extra_info("peername")
+            if client_connected:
+                log.warning("TCP connection from %s closed: a client is already connected", peer)
+                writer.close()
+                return
+            try:
+                first = await asyncio.wait_for(read_first_frame(reader), AUTH_TIMEOUT_SECONDS)
+            except asyncio.TimeoutError:
+                first, refusal = None, f"no initialize with the token within {AUTH_TIMEOUT_SECONDS:g} s"
+            else:
+                refusal = "not an LSP frame" if first is None else None
+            payload = None
+            if first is not None:
+                payload = authenticated_initialize(first[0], token)
+                if payload is None:
+                    refusal = "the first message is not an initialize with the right token"
+            if payload is None or client_connected:
+                log.warning("TCP connection from %s closed: %s", peer, refusal or "a client is already connected")
+                writer.close()
+                return
+            client_connected = True
             self.protocol.set_writer(writer)  # type: ignore[arg-type]
             try:
+                self.protocol.receive(payload)
                 await read_frames(reader, self.protocol, stop_event)
             except SystemExit:  # pygls ends `exit` with sys.exit; asyncio would log it as a crash here
                 pass
@@ -957,7 +985,21 @@ def _configure_logging() -> None:
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
 
-def run(tcp: tuple[str, int] | None = None) -> int:
+def authenticated_initialize(payload: Any, token: str) -> dict[str, Any] | None:
+    """The `initialize` request without its token when it carries the right one, else None. The token
+    is removed so that it is neither read as a setting nor logged."""
+    if not isinstance(payload, dict) or payload.get("method") != types.INITIALIZE:
+        return None
+    params = payload.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    given = options.get("token") if isinstance(options, dict) else None
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+        return None
+    options = {key: value for key, value in options.items() if key != "token"}
+    return {**payload, "params": {**params, "initializationOptions": options}}
+
+
+def run(tcp: tuple[str, int] | None = None, token: str | None = None) -> int:
     """Serve one client over stdio (or TCP); the exit status follows LSP (1 after `exit` without
     `shutdown`)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -966,7 +1008,7 @@ def run(tcp: tuple[str, int] | None = None) -> int:
     server = create_server()
     try:
         if tcp is not None:
-            server.start_tcp(*tcp)
+            server.start_tcp(*tcp, token or "")
         else:
             server.start_io(stdin, stdout)
     finally:
