@@ -46,7 +46,7 @@ from fabric_lsp.lsp.actions import KINDS, code_actions, resolve
 from fabric_lsp.lsp.convert import ClientFeatures, TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, Document, Snapshot, uri_to_path
 from fabric_lsp.lsp.hover import hover as hover_at
-from fabric_lsp.lsp.logs import ClientLogHandler
+from fabric_lsp.lsp.logs import ClientLogHandler, OneLineFormatter, drop_pygls_deserialize_errors
 from fabric_lsp.lsp.positions import encoding_name
 from fabric_lsp.lsp.protocol import FabricProtocol
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
@@ -978,7 +978,8 @@ def _configure_logging() -> None:
     root = logging.getLogger()
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(drop_pygls_deserialize_errors)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger("fabric_lsp").setLevel(logging.DEBUG)
