@@ -165,3 +165,38 @@ def test_debug_env_brings_the_traceback_back(tmp_path):
         stderr = server.stop()
     assert "invalid params" in stderr
     assert "Traceback (most recent call last)" in stderr
+
+
+def test_failing_handler_is_one_line_and_answers_its_default(monkeypatch):
+    """No client message is known to make a handler raise, so a handler that does is wrapped with the
+    server's own `guarded` and logged through the server's stderr formatter."""
+    import io
+    import logging
+
+    sys.path.insert(0, str(REPO / "server"))
+    from fabric_lsp.lsp.logs import OneLineFormatter
+    from fabric_lsp.lsp.server import guarded
+
+    def hover(params):
+        raise KeyError("line one\n2026-01-01 ERROR fabric_lsp.lsp: forged second line")
+
+    for debug in (False, True):
+        if debug:
+            monkeypatch.setenv("FABRIC_LSP_DEBUG", "1")
+        else:
+            monkeypatch.delenv("FABRIC_LSP_DEBUG", raising=False)
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger = logging.getLogger("fabric_lsp.lsp")
+        logger.addHandler(handler)
+        try:
+            assert guarded(default="fallback")(hover)(None) == "fallback"
+        finally:
+            logger.removeHandler(handler)
+        text = stream.getvalue()
+        if debug:
+            assert "Traceback (most recent call last)" in text
+        else:
+            [line] = text.splitlines()
+            assert "hover failed: KeyError:" in line and "Traceback" not in line
