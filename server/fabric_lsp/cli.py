@@ -19,6 +19,7 @@ import argparse
 import ast
 import gc
 import hashlib
+import ipaddress
 import multiprocessing
 import os
 import stat
@@ -292,7 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--format", choices=("text", "json"), default="text")
 
     serve = commands.add_parser("serve", help="run the language server over stdio")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (loopback only) instead of stdio")
+    serve.add_argument(
+        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token "
+        "(default: $FABRIC_LSP_TOKEN)"
+    )
     return parser
 
 
@@ -651,16 +656,37 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time)."""
+    """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time).
+
+    Any local user (and any web page, through the browser) can connect to a TCP port: the server
+    listens on loopback only and serves only a client that knows the token."""
     tcp = None
+    token = None
     if args.tcp is not None:
         host, _, port = args.tcp.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise UsageError(f"--tcp: expected HOST:PORT, got {args.tcp!r}")
-        tcp = (host.strip("[]"), int(port))
+        host = host.strip("[]")
+        if not _is_loopback(host):
+            raise UsageError(f"--tcp: {host!r} is not a loopback address (use 127.0.0.1, ::1 or localhost)")
+        token = args.token if args.token is not None else os.environ.get("FABRIC_LSP_TOKEN")
+        if not token:
+            raise UsageError("--tcp needs a token: pass --token T or set FABRIC_LSP_TOKEN")
+        tcp = (host, int(port))
+    elif args.token is not None:
+        raise UsageError("--token: only with --tcp")
     from fabric_lsp.lsp.server import run
 
-    return run(tcp)
+    return run(tcp, token)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # another name: it could resolve anywhere
 
 
 # ---------------------------------------------------------------------------------------------

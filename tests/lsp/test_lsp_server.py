@@ -140,7 +140,9 @@ def test_tcp_transport(tmp_path):
         port = probe.getsockname()[1]
     stderr_path = tmp_path / "stderr.txt"
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], env=server_env(), stderr=stderr_path.open("wb")
+        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
+        env=server_env(FABRIC_LSP_TOKEN="s3cret-for-this-test"),
+        stderr=stderr_path.open("wb"),
     )
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -159,7 +161,12 @@ def test_tcp_transport(tmp_path):
                         "jsonrpc": "2.0",
                         "id": 1,
                         "method": "initialize",
-                        "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+                        "params": {
+                            "processId": None,
+                            "rootUri": tmp_path.as_uri(),
+                            "capabilities": {},
+                            "initializationOptions": {"token": "s3cret-for-this-test"},
+                        },
                     }
                 )
             )
@@ -181,7 +188,7 @@ def test_tcp_transport(tmp_path):
 
 def test_serve_rejects_a_bad_tcp_address():
     completed = subprocess.run(
-        [*SERVER_COMMAND, "--tcp", "no-port-here"], env=server_env(), capture_output=True, text=True, timeout=TIMEOUT
+        [*SERVER_COMMAND, "--tcp", "no-port-here", "--token", "t"], env=server_env(), capture_output=True, text=True, timeout=TIMEOUT
     )
     assert completed.returncode == 2
     assert "--tcp: expected HOST:PORT" in completed.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,46 @@ _MESSAGE_TYPES = (
 _CHATTY = ("fabric_lsp.engine", "fabric_lsp.analysis")
 
 
+DEBUG_ENV = "FABRIC_LSP_DEBUG"  # "1": full tracebacks in the log
+MAX_LINE_CHARS = 1000
+
+
+class OneLineFormatter(logging.Formatter):
+    """Each record as one bounded line: a bad request or a failing handler is a line in the editor's
+    log, not a traceback (and no client text can start a forged line). The exception's type and
+    message end the line; FABRIC_LSP_DEBUG=1 adds the full traceback after it."""
+
+    def __init__(self, fmt: str = "%(message)s") -> None:
+        super().__init__(fmt)
+        self.debug = os.environ.get(DEBUG_ENV) == "1"
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if self.debug:
+            return super().format(record)
+        if "Traceback (most recent call last)" in message:
+            # pygls puts a formatted traceback in the message itself ("Unable to deserialize message\n...")
+            message = message.split("\n", 1)[0] + f" (traceback with {DEBUG_ENV}=1)"
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            message = f"{message}: {type(error).__name__}: {error}"
+        line = " ".join(message.split())
+        if len(line) > MAX_LINE_CHARS:
+            line = line[: MAX_LINE_CHARS - 1] + "…"
+        record.message = line
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        return self.formatMessage(record)
+
+
+def drop_pygls_deserialize_errors(record: logging.LogRecord) -> bool:
+    """A logging filter: pygls logs a traceback for every message whose params do not fit; the
+    protocol (protocol.py) logs the same rejection as one line with its reason."""
+    return os.environ.get(DEBUG_ENV) == "1" or not (
+        record.name.startswith("pygls") and str(record.msg).startswith("Unable to deserialize message")
+    )
+
+
 def message_type(level: int) -> types.MessageType:
     for threshold, kind in _MESSAGE_TYPES:
         if level >= threshold:
@@ -43,7 +84,7 @@ class ClientLogHandler(logging.Handler):
         self.loop = loop
         self.loop_thread = threading.get_ident()
         self._local = threading.local()
-        self.setFormatter(logging.Formatter("%(message)s"))
+        self.setFormatter(OneLineFormatter())
 
     def effective_level(self, record: logging.LogRecord) -> int:
         if record.levelno == logging.INFO and record.name.startswith(_CHATTY):

@@ -22,6 +22,7 @@ supports it.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
 import sys
@@ -46,11 +47,11 @@ from fabric_lsp.lsp.actions import KINDS, code_actions, resolve
 from fabric_lsp.lsp.convert import ClientFeatures, TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, Document, Snapshot, uri_to_path
 from fabric_lsp.lsp.hover import hover as hover_at
-from fabric_lsp.lsp.logs import ClientLogHandler
+from fabric_lsp.lsp.logs import ClientLogHandler, OneLineFormatter, drop_pygls_deserialize_errors
 from fabric_lsp.lsp.positions import encoding_name
 from fabric_lsp.lsp.protocol import FabricProtocol
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
-from fabric_lsp.lsp.transport import read_frames
+from fabric_lsp.lsp.transport import read_first_frame, read_frames
 from fabric_lsp.records import RecordSet, load_records, render_markdown, render_text, rule_by_code
 from fabric_lsp.walk import ExcludeMatcher
 
@@ -62,6 +63,7 @@ EXPLAIN_COMMAND = "fabric-lsp.explain"
 RECHECK_COMMAND = "fabric-lsp.recheck"
 DEPENDENTS_DELAY = 0.15  # seconds of quiet before other open documents are re-analysed
 PROCESS_POLL_SECONDS = 2.0
+AUTH_TIMEOUT_SECONDS = 30.0  # a TCP connection that has not shown the token by then is closed
 CLIENT_REQUEST_TIMEOUT = 10.0
 # Testing hook: seconds each analysis sleeps first, so that tests can make edits and cancellations
 # arrive while an analysis is running. Never set in normal use.
@@ -176,12 +178,38 @@ class FabricLanguageServer(LanguageServer):
         finally:
             self.shutdown()
 
-    def start_tcp(self, host: str, port: int) -> None:
+    def start_tcp(self, host: str, port: int, token: str) -> None:
+        """Serve the first connection that opens with an `initialize` carrying the token
+        (initializationOptions.token); any other connection is closed, unread beyond its first frame."""
         self._stop_event = stop_event = threading.Event()
+        client_connected = False
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal client_connected
+            peer = writer.get_extra_info("peername")
+            if client_connected:
+                log.warning("TCP connection from %s closed: a client is already connected", peer)
+                writer.close()
+                return
+            try:
+                first = await asyncio.wait_for(read_first_frame(reader), AUTH_TIMEOUT_SECONDS)
+            except asyncio.TimeoutError:
+                first, refusal = None, f"no initialize with the token within {AUTH_TIMEOUT_SECONDS:g} s"
+            else:
+                refusal = "not an LSP frame" if first is None else None
+            payload = None
+            if first is not None:
+                payload = authenticated_initialize(first[0], token)
+                if payload is None:
+                    refusal = "the first message is not an initialize with the right token"
+            if payload is None or client_connected:
+                log.warning("TCP connection from %s closed: %s", peer, refusal or "a client is already connected")
+                writer.close()
+                return
+            client_connected = True
             self.protocol.set_writer(writer)  # type: ignore[arg-type]
             try:
+                self.protocol.receive(payload)
                 await read_frames(reader, self.protocol, stop_event)
             except SystemExit:  # pygls ends `exit` with sys.exit; asyncio would log it as a crash here
                 pass
@@ -963,14 +991,29 @@ def _configure_logging() -> None:
     root = logging.getLogger()
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(drop_pygls_deserialize_errors)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger("fabric_lsp").setLevel(logging.DEBUG)
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
 
-def run(tcp: tuple[str, int] | None = None) -> int:
+def authenticated_initialize(payload: Any, token: str) -> dict[str, Any] | None:
+    """The `initialize` request without its token when it carries the right one, else None. The token
+    is removed so that it is neither read as a setting nor logged."""
+    if not isinstance(payload, dict) or payload.get("method") != types.INITIALIZE:
+        return None
+    params = payload.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    given = options.get("token") if isinstance(options, dict) else None
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+        return None
+    options = {key: value for key, value in options.items() if key != "token"}
+    return {**payload, "params": {**params, "initializationOptions": options}}
+
+
+def run(tcp: tuple[str, int] | None = None, token: str | None = None) -> int:
     """Serve one client over stdio (or TCP); the exit status follows LSP (1 after `exit` without
     `shutdown`)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -979,7 +1022,7 @@ def run(tcp: tuple[str, int] | None = None) -> int:
     server = create_server()
     try:
         if tcp is not None:
-            server.start_tcp(*tcp)
+            server.start_tcp(*tcp, token or "")
         else:
             server.start_io(stdin, stdout)
     finally:

@@ -85,3 +85,37 @@ async def read_frames(reader: AsyncReader, protocol: PayloadReceiver, stop_event
             protocol.receive(payload, error)
         except Exception:  # the protocol answers what it can; a failure here must not end the loop
             log.exception("message not handled")
+
+
+# Before the client has shown its token, the peer may be anything that can reach the port (a web
+# page through the browser, another local user): only a strict frame of a bounded size is read.
+MAX_UNAUTHENTICATED_FRAME_BYTES = 1024 * 1024
+_STRICT_HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,15})[ \t]*\r\n\Z", re.IGNORECASE)
+_CONTENT_TYPE = re.compile(rb"Content-Type:[^\r\n]*\r\n\Z", re.IGNORECASE)
+MAX_HEADER_LINES = 4
+
+
+async def read_first_frame(reader: AsyncReader) -> tuple[Any, str | None] | None:
+    """The first frame's payload (as `decode` gives it), or None when the bytes are not an LSP frame
+    (e.g. `POST / HTTP/1.1`): then no body is read at all."""
+    content_length: int | None = None
+    for _ in range(MAX_HEADER_LINES):
+        try:
+            line = await reader.readline()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            return None
+        header = _STRICT_HEADER.match(line)
+        if header is not None and content_length is None:
+            content_length = int(header.group(1))
+            if content_length > MAX_UNAUTHENTICATED_FRAME_BYTES:
+                return None
+        elif _CONTENT_TYPE.match(line):
+            continue
+        elif line == b"\r\n" and content_length is not None:
+            try:
+                return decode(await reader.readexactly(content_length))
+            except asyncio.IncompleteReadError:
+                return None
+        else:
+            return None
+    return None
