@@ -4,7 +4,7 @@
 `[tool.fabric-lsp]`, else the current directory) holds one JSON file per (tool, analysis
 interpreter, settings):
 
-    .fabric-lsp-cache/<version>/check-<fingerprint>.json
+    .fabric-lsp-cache/<version>/check-<keyed fingerprint>.json
 
 - tool: the fabric-lsp version and its own files (any change of the package's code or data);
 - interpreter: its path, its sys.path, the modification times of its site-packages folders (a
@@ -18,6 +18,11 @@ file removed, makes the entry stale. Libraries outside the project are covered b
 fingerprint.
 Unreadable or corrupted cache files are ignored (and replaced); the folder holds a `.gitignore`
 so that it is never committed. `--no-cache` turns it off.
+
+Integrity (the repository may be hostile): each file is signed (HMAC-SHA256, a per-user secret,
+see user_secret) and named after the secret and the project's real path, so a committed or
+another user's cache is never used; fix edits are never stored (the CLI analyses again when its
+output needs them); no link, FIFO, device or oversized file is followed or read (CacheFolder).
 """
 
 from __future__ import annotations
@@ -198,7 +203,8 @@ def user_secret() -> bytes:
     try:
         return _load_secret(str(path))
     except (OSError, ValueError) as error:
-        raise CacheUnavailable(f"cache secret {path}: {error}; caching is off") from None
+        reason = error.strerror.lower() if isinstance(error, OSError) and error.strerror else str(error)
+        raise CacheUnavailable(f"cache secret {path}: {reason}; caching is off") from None
 
 
 def sign(secret: bytes, name: str, body: bytes) -> bytes:
@@ -407,12 +413,16 @@ class FindingsCache:
         the user's secret cannot be: the caller says so)."""
         secret = user_secret()
         root = cache_root(config, cwd)
+        folder = CacheFolder(root)
+        try:
+            os.close(folder._open())  # a folder we cannot create or enter: no cache (and no probing)
+        except OSError:
+            return None
         # Not predictable without the secret; another folder (real path) never shares a file.
         key = hmac.new(secret, json.dumps([
             os.path.realpath(root.parent), tool_fingerprint(), interpreter_fingerprint(python, runnable),
             config_fingerprint(config)]).encode(), hashlib.sha256).hexdigest()[:32]
         name = f"check-{key}.json"
-        folder = CacheFolder(root)
         projects = None
         try:
             body = verified_body(secret, name, folder.read(name))
