@@ -13,3 +13,7 @@ def pytest_configure(config):
     # process the tests start inherits this (a test that needs a user config points it elsewhere).
     if "FABRIC_LSP_USER_CONFIG" not in os.environ:
         os.environ["FABRIC_LSP_USER_CONFIG"] = os.path.join(tempfile.mkdtemp(prefix="fabric-lsp-user-"), "config.toml")
+    # Likewise the per-user cache secret (fabric_lsp.cache): the tests' caches are signed with a
+    # secret of their own, never the developer's.
+    if "FABRIC_LSP_CACHE_SECRET_DIR" not in os.environ:
+        os.environ["FABRIC_LSP_CACHE_SECRET_DIR"] = tempfile.mkdtemp(prefix="fabric-lsp-secret-")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,13 +37,33 @@ def _project(tmp_path: Path, case: str) -> Path:
 
 
 def _check(project: Path, *extra: str, env: dict | None = None) -> list[dict]:
+    """The findings as the github format shows them: json output needs the fixes' edits, which
+    are never cached (a project with a fixable finding is analysed again for it)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "fabric_lsp", "check", "--format", "json", "--exit-zero", *extra, "."],
+        [sys.executable, "-m", "fabric_lsp", "check", "--format", "github", "--exit-zero", *extra, "."],
         cwd=project, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT / "server"), **(env or {})},
     )
     assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+    found = []
+    for line in completed.stdout.splitlines():
+        head, _, message = line[2:].partition("::")
+        level, _, properties = head.partition(" ")
+        fields = dict(item.split("=", 1) for item in properties.split(","))
+        found.append({"code": fields["title"], "level": level, "file": fields["file"], "line": fields["line"], "message": message})
+    return found
+
+
+def _read_cache(path: Path) -> dict:
+    """A cache file's JSON, its signature checked with the tests' secret (conftest.py)."""
+    body = cache_module.verified_body(cache_module.user_secret(), path.name, path.read_bytes())
+    assert body is not None
+    return json.loads(body)
+
+
+def _write_cache(path: Path, data: dict) -> None:
+    """Signed like fabric-lsp signs it: the test stands in for this user's own earlier run."""
+    path.write_bytes(cache_module.sign(cache_module.user_secret(), path.name, json.dumps(data).encode()))
 
 
 def _cache_files(project: Path, prefix: str = "check-") -> list[Path]:
@@ -52,12 +73,12 @@ def _cache_files(project: Path, prefix: str = "check-") -> list[Path]:
 def _plant(project: Path) -> None:
     """Rewrite every cached finding's message: a later run that prints it answered from the cache."""
     for path in _cache_files(project):
-        data = json.loads(path.read_text())
+        data = _read_cache(path)
         for entry in data["projects"].values():
             for findings in entry["findings"].values():
                 for finding in findings:
                     finding["message"] = MARKER
-        path.write_text(json.dumps(data))
+        _write_cache(path, data)
 
 
 def _messages(findings: list[dict]) -> set[str]:
@@ -157,13 +178,13 @@ def test_corrupted_cache_files_are_ignored_and_replaced(tmp_path):
         path.write_bytes(b"\x00{not json")
     assert _check(project) == expected
     check_file = _cache_files(project)[0]
-    assert json.loads(check_file.read_text())["projects"]  # rewritten, valid
+    assert _read_cache(check_file)["projects"]  # rewritten, valid
     # Entries of the wrong shape are skipped one by one.
-    data = json.loads(check_file.read_text())
+    data = _read_cache(check_file)
     for entry in data["projects"].values():
         entry["findings"] = {path: [{"code": 1}] for path in entry["findings"]}
         entry["files"] = {path: "nonsense" for path in entry["files"]}
-    check_file.write_text(json.dumps(data))
+    _write_cache(check_file, data)
     assert _check(project) == expected
 
 
@@ -183,7 +204,15 @@ def test_findings_survive_the_json_round_trip():
     seen = 0
     for path in sorted(CASES.rglob("*.py")):
         for finding in check_source(str(path), path.read_text(), Config(root=str(path.parent), hints=True)):
-            again = finding_from_json(json.loads(json.dumps(finding_to_json(finding))))
-            assert again == finding and again.context == finding.context
+            stored = finding_to_json(finding)
+            assert all("edits" not in fix for fix in (stored["fix"] or {}, *stored["alternatives"]))
+            again = finding_from_json(json.loads(json.dumps(stored)))
+            # Everything but the fixes' edits, which are never stored (only the files they edit).
+            assert replace(again, fix=None) == replace(finding, fix=None) and again.context == finding.context
+            for before, after in zip((finding.fix, *finding.alternatives), (again.fix, *again.alternatives)):
+                assert (after.title, after.applicability) == (before.title, before.applicability)
+                assert {e.path for e in after.edits} == {e.path for e in before.edits}
+                assert all(e.new_text == "" and e.start == e.end for e in after.edits)
+            assert len(again.alternatives) == len(finding.alternatives) and (again.fix is None) == (finding.fix is None)
             seen += 1
     assert seen >= 40

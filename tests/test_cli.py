@@ -278,8 +278,13 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
                 pytest.skip(f"{folder} is not enterable by other users")
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
     # The user config that `nobody` can reach (none): the session's lives in a folder only we can enter.
+    # Likewise the cache secret: a folder of `nobody`'s own (the session's is private to us).
+    secret_dir = tree / "cache-secret"
+    secret_dir.mkdir(mode=0o700)
+    if os.geteuid() == 0:
+        os.chown(secret_dir, 65534, 65534)
     env = {**os.environ, "PYTHONPATH": str(SERVER_DIR), "HOME": str(tree),
-           "FABRIC_LSP_USER_CONFIG": str(tree / "no-user-config.toml")}
+           "FABRIC_LSP_USER_CONFIG": str(tree / "no-user-config.toml"), "FABRIC_LSP_CACHE_SECRET_DIR": str(secret_dir)}
     result = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "All checks passed!\n"

@@ -4,7 +4,7 @@
 `[tool.fabric-lsp]`, else the current directory) holds one JSON file per (tool, analysis
 interpreter, settings):
 
-    .fabric-lsp-cache/<version>/check-<fingerprint>.json
+    .fabric-lsp-cache/<version>/check-<keyed fingerprint>.json
 
 - tool: the fabric-lsp version and its own files (any change of the package's code or data);
 - interpreter: its path, its sys.path, the modification times of its site-packages folders (a
@@ -18,6 +18,11 @@ file removed, makes the entry stale. Libraries outside the project are covered b
 fingerprint.
 Unreadable or corrupted cache files are ignored (and replaced); the folder holds a `.gitignore`
 so that it is never committed. `--no-cache` turns it off.
+
+Integrity (the repository may be hostile): each file is signed (HMAC-SHA256, a per-user secret,
+see user_secret) and named after the secret and the project's real path, so a committed or
+another user's cache is never used; fix edits are never stored (the CLI analyses again when its
+output needs them); no link, FIFO, device or oversized file is followed or read (CacheFolder).
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import os
 import stat as stat_module
 import sys
-import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -104,47 +110,174 @@ def cache_root(config: Config, cwd: str | None = None) -> Path:
     return Path(config.root or cwd or os.getcwd()) / CACHE_DIR_NAME
 
 
-def prepare_dir(root: Path) -> Path:
-    """The versioned folder, created with a .gitignore and a CACHEDIR.TAG (like ruff's)."""
-    folder = root / fabric_lsp.__version__
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Automatically created by fabric-lsp.\n*\n")
-    tag = root / "CACHEDIR.TAG"
-    if not tag.exists():
-        tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by fabric-lsp.\n")
-    return folder
+# ---------------------------------------------------------------------------------------------
+# Integrity: a per-user secret signs every cache file (HMAC-SHA256), so a `.fabric-lsp-cache/`
+# committed to a repository or written by another user is never used.
+
+MAX_CACHE_FILE_SIZE = 64 * 1024 * 1024
+_SECRET_BYTES = 32
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def read_json(path: Path) -> Any:
-    """The JSON in `path`, or None when it is missing, unreadable or not JSON."""
+class CacheUnavailable(Exception):
+    """Caching is off for this run; the message is the one-line reason."""
+
+
+def secret_path() -> Path:
+    folder = os.environ.get("FABRIC_LSP_CACHE_SECRET_DIR")
+    if folder:
+        return Path(folder) / "secret"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "fabric-lsp" / "secret"
+
+
+def _read_regular(name: str, dir_fd: int | None = None, limit: int = MAX_CACHE_FILE_SIZE) -> bytes:
+    """The bytes of a regular file, never through a symbolic link, never blocking on a FIFO or a
+    device, never more than `limit` bytes (OSError otherwise)."""
+    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read())
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        return None
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode):
+            raise OSError(f"{name}: not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{name}: larger than {limit} bytes")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise OSError(f"{name}: larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Atomically (a reader sees the old file or the new one, never half of one)."""
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+def _check_secret(data: bytes) -> bytes:
+    text = data.strip()
+    if len(text) != 2 * _SECRET_BYTES:
+        raise OSError("malformed")
+    return bytes.fromhex(text.decode("ascii"))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_secret(path: str) -> bytes:
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a cache file need not be
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as out:
+            out.write(os.urandom(_SECRET_BYTES).hex().encode() + b"\n")
+    for _ in range(50):  # another process may be writing it right now
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        except OSError as error:
+            raise OSError(f"cannot open: {error.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat_module.S_ISREG(info.st_mode):
+                raise OSError("not a regular file")
+            if hasattr(os, "getuid") and info.st_uid != os.getuid():
+                raise OSError("owned by another user")
+            if info.st_mode & 0o077:
+                raise OSError("readable or writable by other users (want mode 0600)")
+            data = os.read(fd, 4 * _SECRET_BYTES)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(OSError, ValueError):
+            return _check_secret(data)
+        time.sleep(0.02)
+    raise OSError("malformed (expected 64 hexadecimal digits)")
 
 
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def user_secret() -> bytes:
+    """The per-user secret, created on first use; CacheUnavailable when it cannot be used."""
+    path = secret_path()
+    try:
+        return _load_secret(str(path))
+    except (OSError, ValueError) as error:
+        reason = error.strerror.lower() if isinstance(error, OSError) and error.strerror else str(error)
+        raise CacheUnavailable(f"cache secret {path}: {reason}; caching is off") from None
+
+
+def sign(secret: bytes, name: str, body: bytes) -> bytes:
+    """The cache file's bytes: its MAC (over its own name and body), a newline, the body."""
+    mac = hmac.new(secret, name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+    return mac.encode() + b"\n" + body
+
+
+def verified_body(secret: bytes, name: str, data: bytes) -> bytes | None:
+    mac, _, body = data.partition(b"\n")
+    expected = hmac.new(secret, name.encode() + b"\0" + body, hashlib.sha256).hexdigest().encode()
+    return body if hmac.compare_digest(mac, expected) else None
+
+
+def _open_folder(name: str, dir_fd: int | None) -> int:
+    """The folder `name` (created if missing) inside `dir_fd`, never through a symbolic link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o777, dir_fd=dir_fd)
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=dir_fd)
+
+
+def _create_new(name: str, dir_fd: int, text: str) -> None:
+    """Write `name` unless something (even a dangling link) is already there."""
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666, dir_fd=dir_fd)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+
+
+class CacheFolder:
+    """`<root>/.fabric-lsp-cache/<version>/`, every access relative to an open folder, no link
+    followed below the project root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _open(self) -> int:
+        base = os.open(str(self.root.parent), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            cache_fd = _open_folder(self.root.name, base)
+        finally:
+            os.close(base)
+        try:
+            _create_new(".gitignore", cache_fd, "# Automatically created by fabric-lsp.\n*\n")
+            _create_new("CACHEDIR.TAG", cache_fd, "Signature: 8a477f597d28d172789f06886806bc55\n"
+                        "# This file is a cache directory tag created by fabric-lsp.\n")
+            return _open_folder(fabric_lsp.__version__, cache_fd)
+        finally:
+            os.close(cache_fd)
+
+    def read(self, name: str) -> bytes:
+        fd = self._open()
+        try:
+            return _read_regular(name, fd)
+        finally:
+            os.close(fd)
+
+    def write(self, name: str, data: bytes) -> None:
+        """Atomically (a reader sees the old file or the new one, never half of one)."""
+        fd = self._open()
+        try:
+            temporary = f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
+            out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=fd)
+            try:
+                with os.fdopen(out, "wb") as handle:
+                    handle.write(data)
+                os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=fd)
+                raise
+        finally:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,17 +296,20 @@ def _span_json(span: Span) -> dict:
     return {"path": span.path, "start": [span.start.line, span.start.character], "end": [span.end.line, span.end.character]}
 
 
+def _fix_json(fix: Fix) -> dict:
+    # No edit is ever stored: only what the text and github formats show and what confinement
+    # needs (the files a fix would edit). Output that needs the edits recomputes the project.
+    return {"title": fix.title, "applicability": fix.applicability.value, "paths": sorted({e.path for e in fix.edits})}
+
+
+def _fix_from_json(raw: dict) -> Fix:
+    # Placeholder edits: empty insertions at 1:1 of each file (a no-op if ever applied).
+    start = Position(0, 0)
+    return Fix(str(raw["title"]), Applicability(raw["applicability"]),
+               tuple(TextEdit(str(path), start, start, "") for path in raw["paths"]))
+
+
 def finding_to_json(finding: Finding) -> dict:
-    fix = None
-    if finding.fix is not None:
-        fix = {
-            "title": finding.fix.title,
-            "applicability": finding.fix.applicability.value,
-            "edits": [
-                {"path": e.path, "start": [e.start.line, e.start.character], "end": [e.end.line, e.end.character], "text": e.new_text}
-                for e in finding.fix.edits
-            ],
-        }
     return {
         "code": finding.code,
         "severity": finding.severity.value,
@@ -181,20 +317,13 @@ def finding_to_json(finding: Finding) -> dict:
         "message": finding.message,
         "record": finding.record_id,
         "related": [{"span": _span_json(r.span), "message": r.message} for r in finding.related],
-        "fix": fix,
+        "fix": _fix_json(finding.fix) if finding.fix is not None else None,
+        "alternatives": [_fix_json(alt) for alt in finding.alternatives],
         "context": dict(finding.context),
     }
 
 
 def finding_from_json(data: dict) -> Finding:
-    fix = None
-    if data.get("fix") is not None:
-        raw = data["fix"]
-        fix = Fix(
-            str(raw["title"]),
-            Applicability(raw["applicability"]),
-            tuple(TextEdit(str(e["path"]), _position(e["start"]), _position(e["end"]), str(e["text"])) for e in raw["edits"]),
-        )
     return Finding(
         code=str(data["code"]),
         severity=Severity(data["severity"]),
@@ -202,7 +331,8 @@ def finding_from_json(data: dict) -> Finding:
         message=str(data["message"]),
         record_id=str(data["record"]),
         related=tuple(Related(_span(r["span"]), str(r["message"])) for r in data["related"]),
-        fix=fix,
+        fix=_fix_from_json(data["fix"]) if data.get("fix") is not None else None,
+        alternatives=tuple(_fix_from_json(alt) for alt in data.get("alternatives", ())),
         context={str(k): str(v) for k, v in data.get("context", {}).items()},
     )
 
@@ -268,8 +398,10 @@ class FindingsCache:
     the project's Python files (which files there are, and each one's content), the analysis
     interpreter with its packages, the tool and the settings are unchanged."""
 
-    def __init__(self, path: Path, projects: dict[str, dict] | None = None) -> None:
-        self.path = path
+    def __init__(self, folder: CacheFolder, name: str, secret: bytes, projects: dict[str, dict] | None = None) -> None:
+        self.folder = folder
+        self.name = name
+        self.secret = secret
         self.projects: dict[str, dict] = projects or {}
         self.dirty = False
         self.hits = 0
@@ -277,25 +409,44 @@ class FindingsCache:
 
     @classmethod
     def open(cls, config: Config, python: str, cwd: str | None = None, runnable: bool = False) -> "FindingsCache | None":
-        """The cache for this configuration, or None when its folder cannot be created."""
+        """The cache for this configuration, or None when it cannot be used (CacheUnavailable when
+        the user's secret cannot be: the caller says so)."""
+        secret = user_secret()
+        root = cache_root(config, cwd)
+        folder = CacheFolder(root)
         try:
-            folder = prepare_dir(cache_root(config, cwd))
+            os.close(folder._open())  # a folder we cannot create or enter: no cache (and no probing)
         except OSError:
             return None
-        name = f"check-{_digest(tool_fingerprint(), interpreter_fingerprint(python, runnable), config_fingerprint(config))}.json"
-        data = read_json(folder / name)
+        # Not predictable without the secret; another folder (real path) never shares a file.
+        key = hmac.new(secret, json.dumps([
+            os.path.realpath(root.parent), tool_fingerprint(), interpreter_fingerprint(python, runnable),
+            config_fingerprint(config)]).encode(), hashlib.sha256).hexdigest()[:32]
+        name = f"check-{key}.json"
         projects = None
+        try:
+            body = verified_body(secret, name, folder.read(name))
+            data = json.loads(body) if body is not None else None
+        except FileNotFoundError:
+            data = None
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            data = None  # a link, a FIFO, a device, too large, corrupted: ignored (and replaced)
         if isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("projects"), dict):
             projects = data["projects"]
-        return cls(folder / name, projects)
+        return cls(folder, name, secret, projects)
 
-    def lookup(self, root: str, interpreter: str, paths: Iterable[str], files: Iterable[str]) -> dict[str, tuple[Finding, ...]] | None:
+    def lookup(self, root: str, interpreter: str, paths: Iterable[str], files: Iterable[str],
+               need_edits: bool = False) -> dict[str, tuple[Finding, ...]] | None:
         """The findings stored for `paths` of the project at `root`, if the project's files are the
-        same `files` with the same contents, analysed against the same interpreter (fingerprint)."""
+        same `files` with the same contents, analysed against the same interpreter (fingerprint).
+        `need_edits`: a project with a finding that has a fix is a miss (edits are never stored)."""
         entry = self.projects.get(root)
         if not isinstance(entry, dict) or entry.get("interpreter") != interpreter:
             return None
         try:
+            if need_edits and any(item.get("fix") is not None or item.get("alternatives")
+                                  for found in entry["findings"].values() for item in found):
+                return None
             stored = entry["files"]
             if set(stored) != set(files):
                 return None  # a file appeared or went away: another program
@@ -334,8 +485,9 @@ class FindingsCache:
     def save(self) -> None:
         if not self.dirty:
             return
+        body = json.dumps({"schema": SCHEMA, "projects": self.projects}, separators=(",", ":")).encode()
         with contextlib.suppress(OSError):
-            write_json(self.path, {"schema": SCHEMA, "projects": self.projects})
+            self.folder.write(self.name, sign(self.secret, self.name, body))
             self.dirty = False
 
 

@@ -37,7 +37,7 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
     fcntl = None  # type: ignore[assignment]
 
 import fabric_lsp
-from fabric_lsp.cache import CACHE_DIR_NAME, FindingsCache, interpreter_fingerprint
+from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
 from fabric_lsp.config import Config, expand_codes, load_config
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
@@ -210,9 +210,10 @@ def _cache_interpreter(config: Config, cwd: str):
     return choose_interpreter(config.root or cwd, config.python, config.trusted)
 
 
-def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None) -> list[FileResult]:
+def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None,
+                       need_edits: bool = False) -> list[FileResult]:
     """check_files, answering from the persistent cache (see cache.py) the projects whose files
-    have not changed."""
+    have not changed (with `need_edits`, not those with fixable findings: no edit is cached)."""
     if cache is None:
         return check_files(paths, config, jobs)
     from fabric_lsp.analysis.workspace import choose_interpreter
@@ -226,7 +227,7 @@ def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: F
         chosen = choose_interpreter(root, config.python, config.trusted)
         interpreter = interpreter_fingerprint(chosen.python, chosen.runnable)
         files = project_files(root, config, group)
-        found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files)
+        found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
         if found is not None:
             for path in group:
                 results[path] = FileResult(path, findings=found[os.path.abspath(path)])
@@ -486,7 +487,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         _say(problem)
     files, notices = discover(paths, config.exclude, config.root or cwd)
     chosen = _cache_interpreter(config, cwd)
-    cache = None if args.no_cache else FindingsCache.open(config, chosen.python, cwd, chosen.runnable)
+    cache = None
+    if not args.no_cache:
+        try:
+            cache = FindingsCache.open(config, chosen.python, cwd, chosen.runnable)
+        except CacheUnavailable as error:
+            _say(f"{PROG}: notice: {error}")
     return _check_and_report(args, cwd, config, files, notices, cache)
 
 
@@ -523,7 +529,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
                 checked_digests[os.path.abspath(path)] = digest
     # A fix edits only files inside the paths given (a file argument: that file only).
     bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
-    results = check_files_cached(files, config, args.jobs, cache)
+    need_edits = bool(fixing) or args.format in ("json", "sarif")  # outputs that show or apply edits
+    results = check_files_cached(files, config, args.jobs, cache, need_edits)
 
     failed = False
     findings: list[Finding] = []
@@ -576,7 +583,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         touched_roots = {project_root_for(path, config.root, config.fallback_root) for path in touched}
         rechecked = sorted(path for path in files if project_root_for(path, config.root, config.fallback_root) in touched_roots)
         if rechecked:
-            fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache)}
+            fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache, need_edits)}
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
