@@ -30,8 +30,6 @@ async def test_untrusted_workspace_runs_nothing(tmp_path):
     assert not marker.exists(), marker.read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="found 2026-12-04: serve with user config trusted = true never runs the "
-                   "repository's python (diagnostics arrive, no marker); the CLI does. To investigate.")
 async def test_trusted_workspace_runs_its_python(tmp_path):
     """The gate can fail: trusted by the user config, the repository's python is run."""
     marker = tmp_path / "marker"
