@@ -38,6 +38,7 @@ class StdioServer:
             stderr=self.stderr_path.open("wb"),
         )
         self.responses: dict[int, dict] = {}
+        self.notifications: list[dict] = []
         self.arrived = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -61,6 +62,9 @@ class StdioServer:
                     self.arrived.notify_all()
             elif "id" in message:  # a request of the server's (workspace/configuration, ...)
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": [None]})
+            else:
+                with self.arrived:
+                    self.notifications.append(message)
 
     def send(self, payload: dict) -> None:
         self.process.stdin.write(frame(payload))
@@ -200,3 +204,38 @@ def test_failing_handler_is_one_line_and_answers_its_default(monkeypatch):
         else:
             [line] = text.splitlines()
             assert "hover failed: KeyError:" in line and "Traceback" not in line
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\u202e"
+
+
+def test_control_characters_from_the_workspace_are_escaped_in_log_and_messages(tmp_path):
+    """A repository's record (extend-records) and a client's params carry terminal escapes: the
+    server's stderr log and its window/showMessage text show them as `\\x1b`, never raw."""
+    data_dir = REPO / "server" / "fabric_lsp" / "records" / "data"
+    record = json.loads(next(data_dir.glob("*.json")).read_text(encoding="utf-8"))
+    record["record"]["id"] = "0123456789abcdef"
+    record["record"]["documentation"] = f"Planted {ESCAPES} documentation."
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "added.json").write_text(json.dumps(record), encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.fabric-lsp]\nextend-records = ["kb"]\n')
+    server = StdioServer(tmp_path)
+    try:
+        server.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})
+        server.notify("initialized", {})
+        answer = server.request(2, "workspace/executeCommand",
+                                {"command": "fabric-lsp.explain", "arguments": ["0123456789abcdef"]})
+        assert answer.get("result"), answer  # the record was found and explained
+        bad = server.request(3, "textDocument/hover", {"textDocument": {"uri": f"file:///{ESCAPES}.py"},
+                                                       "position": {"line": ESCAPES, "character": 0}})
+        assert bad["error"]["code"] == -32602
+    finally:
+        stderr = server.stop()
+    shown = [n["params"]["message"] for n in server.notifications if n.get("method") == "window/showMessage"]
+    explained = [m for m in shown if "Planted" in m]
+    assert explained, shown
+    raw = ("\x1b", "\x07", "\u202e")
+    for text in explained + [stderr]:
+        assert not any(c in text for c in raw), repr(text)[:300]
+    assert "\\x1b]0;owned\\x07" in explained[0]
+    assert "(id 3)" in stderr

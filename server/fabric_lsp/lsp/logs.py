@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from fabric_lsp.report.escape import escape_controls
+
 if TYPE_CHECKING:
     from fabric_lsp.lsp.server import FabricLanguageServer
 
@@ -53,7 +55,9 @@ class OneLineFormatter(logging.Formatter):
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
             message = f"{message}: {type(error).__name__}: {error}"
-        line = " ".join(message.split())
+        # Whitespace runs (newlines too) become one space; other controls from file names or client
+        # text are escaped: an editor's log buffer or a terminal tailing it shows them as text.
+        line = escape_controls(" ".join(message.split()))
         if len(line) > MAX_LINE_CHARS:
             line = line[: MAX_LINE_CHARS - 1] + "…"
         record.message = line

@@ -53,6 +53,7 @@ from fabric_lsp.lsp.protocol import FabricProtocol
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
 from fabric_lsp.lsp.transport import read_first_frame, read_frames
 from fabric_lsp.records import RecordSet, load_records, render_markdown, render_text, rule_by_code
+from fabric_lsp.report.escape import escape_controls
 from fabric_lsp.walk import ExcludeMatcher
 
 log = logging.getLogger("fabric_lsp.lsp")
@@ -247,7 +248,9 @@ class FabricLanguageServer(LanguageServer):
         self._shown.update(fresh)
         for problem in fresh:
             log.warning("%s", problem)
-        self.window_show_message(types.ShowMessageParams(type=kind, message="\n".join(fresh)))
+        self.window_show_message(
+            types.ShowMessageParams(type=kind, message=escape_controls("\n".join(fresh), keep="\n"))
+        )
 
     def _call_in_loop(self, function: Callable[..., Any], *args: Any) -> None:
         loop = self._loop
@@ -952,7 +955,9 @@ def create_server() -> FabricLanguageServer:
                 return None
             code = rule.code if rule else record.code
             plaintext = render_text(record, context=context, code=code)
-            server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=plaintext))
+            server.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Info, message=escape_controls(plaintext, keep="\n"))
+            )
             return {
                 "code": code,
                 "record": record.id,
