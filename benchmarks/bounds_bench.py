@@ -75,7 +75,7 @@ def main() -> None:
         work = Path(folder)
         report("setup statements", [(f"{n} setups", source_with_setups(n)) for n in (1000, 2000, 4000, 8000)], work)
         print()
-        report("file size", [(f"{mb} MB", source_of_size(int(mb * 1024 * 1024))) for mb in (0.5, 1, 2)], work)
+        report("file size", [(f"{mb} MB", source_of_size(int(mb * 1024 * 1024))) for mb in (0.5, 1, 2, 4)], work)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from fabric_lsp.config import Config
 from fabric_lsp.engine import check_source
 
-CASE = Path(__file__).resolve().parents[2] / "fixtures" / "cases" / "fab001_call_before_mark.py"
+REPO = Path(__file__).resolve().parents[2]
+CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
+
+
+def server_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "server"), env.get("PYTHONPATH")) if p)
+    return env
 
 
 RUN = itertools.count()
@@ -48,3 +58,25 @@ def test_analysis_time_is_linear_in_setup_statements(tmp_path):
     large = min(analysis_seconds(tmp_path, 8000) for _ in range(3))
     # 8x the statements: linear is ~5x (fixed costs), the old quadratic scan ~13x.
     assert large / small < 9, f"1k setups {small:.2f}s, 8k setups {large:.2f}s CPU: ratio {large / small:.1f}"
+
+
+def test_setup_calls_past_the_memory_bound_leave_flows_unknown(tmp_path):
+    """Past MAX_SETUP_SITES `fabric.setup()` calls in one program the value-flow analysis stops
+    (counted, so at the same point on every run) and says so once: a 4 MiB file of setups took
+    2.2 GB before the bound, 1.2 GB with it (benchmarks/RESULTS.md). At the bound, everything is found."""
+    from fabric_lsp.analysis.flow import MAX_SETUP_SITES
+
+    # The case's own FAB001 counts too: MAX_SETUP_SITES - 1 statements make exactly the bound.
+    at_bound = source_with_setups(MAX_SETUP_SITES - 1)
+    findings = check_source(str(tmp_path / "at_bound.py"), at_bound, Config())
+    assert sum(f.code == "FAB001" for f in findings) == MAX_SETUP_SITES
+
+    path = tmp_path / "past_bound.py"
+    path.write_text(source_with_setups(MAX_SETUP_SITES))
+    result = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", str(path)],
+                            capture_output=True, text=True, timeout=300, env=server_env())
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    notices = [line for line in result.stderr.splitlines() if f"more than {MAX_SETUP_SITES} fabric.setup()" in line]
+    assert len(notices) == 1, result.stderr
+    assert "FAB001" not in result.stdout  # unknown is never a finding at warning or above

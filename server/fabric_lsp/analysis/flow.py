@@ -77,6 +77,10 @@ MIN_STEPS = 1000
 MAX_LOOP_PASSES = 3
 MAX_CALL_VALUES = 32  # callees tried at one call site
 MAX_PARTIAL_DEPTH = 4
+# `fabric.setup()` call sites one program may hold: each carries tables and events, so this bounds a
+# document's memory (a hostile file of setups under the 4 MiB ceiling would take GBs); real programs
+# hold tens. Counted, so the same file stops at the same point on every run.
+MAX_SETUP_SITES = 10_000
 
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
@@ -247,6 +251,7 @@ class Solver:
         self.steps = 0
         self.max_steps = STEPS_PER_SCOPE * max(1, len(scopes)) + MIN_STEPS
         self.bound_hit: str | None = None
+        self._setup_sites: set = set()
         self.classes: dict[Class, ir.Scope] = {}
         for scope in scopes:
             if scope.kind == ir.CLASS:
@@ -335,6 +340,8 @@ class Solver:
                 )
                 break
             self._run(self.scopes[index])
+            if self.bound_hit:
+                break
         self.current = None
 
     def _run(self, scope: ir.Scope) -> None:
@@ -1584,6 +1591,12 @@ class Solver:
         frame = call.frame
         if method in ("setup", "setup_module"):
             site = call.node
+            self._setup_sites.add(site)
+            if len(self._setup_sites) > MAX_SETUP_SITES and not self.bound_hit:
+                self.bound_hit = (
+                    f"the value-flow analysis stopped at more than {MAX_SETUP_SITES} fabric.setup() calls "
+                    "(counted, a memory bound); findings that depend on values passed between functions are left out"
+                )
             modules = call.positional(0) | call.keyword("module")
             if not call.args and not call.keyword("module"):
                 modules = JUST_UNKNOWN
