@@ -217,3 +217,26 @@ def test_editable_sibling_project_is_not_edited(tmp_path):
     (site / "model.py").unlink()
     (site / "__editable__sibling.pth").write_text(str(sibling) + "\n")
     _assert_found_and_library_untouched(project, python, sibling / "model.py")
+
+
+def test_cached_findings_keep_the_alternative_and_fix_from_fresh_edits(tmp_path):
+    """The cache stores no edit (only each fix's title and files): a cached run shows the same
+    alternative, and --fix recomputes its edits rather than applying placeholders."""
+    project = _project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(CASE / "model.py", outside / "model.py")
+    (project / "model.py").symlink_to(outside / "model.py")
+    before = (outside / "model.py").read_bytes()
+    first = _check(["--unsafe-fixes", "."], project)
+    assert "help: Build the model on the CPU" in first.stdout and "(1 fixable)" in first.stdout, first.stdout
+    cached = _check(["--unsafe-fixes", "."], project)
+    assert cached.stdout == first.stdout
+    stored = [p for p in (project / ".fabric-lsp-cache").rglob("check-*.json")]
+    body = b"".join(p.read_bytes() for p in stored)
+    assert b'"alternatives":[{"title":"Build the model on the CPU' in body  # stored: title, applicability, files
+    assert b'"edits"' not in body and b'"new_text"' not in body and b'\\"cpu\\"' not in body  # never the edits
+    result = _check(["--fix", "--unsafe-fixes", "."], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert CPU_ALTERNATIVE in (project / "main.py").read_text()
+    assert (outside / "model.py").read_bytes() == before
