@@ -12,6 +12,7 @@ import ast
 from fabric_lsp.analysis import MethodCallFact, MethodInfo, Origin, ProgramFacts, WrappedPath
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import (
+    AlternativeCase,
     RuleModule,
     combined_severity,
     path_severity,
@@ -470,4 +471,73 @@ trainer.run(None)
 ''',
 )
 
-RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
+_LM = """\
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+def build():
+    model = LM()
+    return Fabric(strategy="ddp").setup(model)
+"""
+
+# The setup (where the main fix marks the method) is in lm.py, which is not checked.
+ALTERNATIVES = (
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+for x in (None, None):
+    y = model.generate(x)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+for x in (None, None):
+    model.mark_forward_method("generate")
+    y = model.generate(x)  # expect: FAB001 error
+"""),
+    # A one-line suite: the mark joins it.
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+if model: model.generate(None)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+if model: model.mark_forward_method("generate"); model.generate(None)  # expect: FAB001 error
+"""),
+    # A lambda runs later (no line before it is the right place): the unwrapped module's method.
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+sample = lambda x: model.generate(x)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+sample = lambda x: model.module.generate(x)  # expect: FAB001 error
+"""),
+    # The helper also gets the unwrapped module: a mark or `.module` there would raise AttributeError.
+    AlternativeCase((("lm.py", _LM + """\
+
+from example import sample
+
+sample(build(), None)
+sample(LM(), None)
+"""), ("example.py", """\
+def sample(model, x):
+    return model.generate(x)  # expect: FAB001 error
+""")), "example.py", None),
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID, ALTERNATIVES)

@@ -14,7 +14,7 @@ from fabric_lsp.analysis import MetaModelFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
 from fabric_lsp.analysis.meta import MetaAnalyzer, Offender, patched_classes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id
+from fabric_lsp.rules.base import AlternativeCase, RuleModule, record_id
 from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_reset_parameters
 
 CODE = "FAB002"
@@ -380,4 +380,54 @@ _materialize_meta_tensors(model, "cpu")
 ''',
 )
 
-RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
+_BLOCKS = """\
+import torch
+import torch.nn as nn
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.logit = nn.Parameter(torch.zeros(4))
+"""
+
+# The class (where the main fix adds reset_parameters) is in blocks.py, which is not checked.
+ALTERNATIVES = (
+    AlternativeCase((("blocks.py", _BLOCKS), ("example.py", """\
+import torch
+import torch.nn as nn
+from lightning.fabric.utilities.init import _materialize_meta_tensors
+from blocks import Gate
+
+with torch.device("meta"):
+    model = nn.Sequential(nn.Linear(4, 4), Gate())  # expect: FAB002 error
+_materialize_meta_tensors(model, "cpu")
+""")), "example.py", """\
+import torch
+import torch.nn as nn
+from lightning.fabric.utilities.init import _materialize_meta_tensors
+from blocks import Gate
+
+with torch.device("cpu"):
+    model = nn.Sequential(nn.Linear(4, 4), Gate())  # expect: FAB002 error
+_materialize_meta_tensors(model, "cpu")
+"""),
+    AlternativeCase((("blocks.py", _BLOCKS), ("example.py", """\
+from lightning.fabric import Fabric
+from blocks import Gate
+
+fabric = Fabric(strategy="fsdp")
+with fabric.init_module(empty_init=True):
+    model = Gate()  # expect: FAB002 error
+model = fabric.setup(model)
+""")), "example.py", """\
+from lightning.fabric import Fabric
+from blocks import Gate
+
+fabric = Fabric(strategy="fsdp")
+with fabric.init_module(empty_init=False):
+    model = Gate()  # expect: FAB002 error
+model = fabric.setup(model)
+"""),
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID, ALTERNATIVES)
