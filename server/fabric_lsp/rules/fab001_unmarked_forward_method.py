@@ -31,14 +31,15 @@ _NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", 
 
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
+    parents: dict[str, dict[int, ast.AST]] = {}  # per file, for the alternatives
     for call in facts.method_calls:
-        finding = _finding(facts, call)
+        finding = _finding(facts, call, parents)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
+def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> Finding | None:
     raising: list[tuple[WrappedPath, MethodInfo]] = []
     safe = 0
     for path in call.paths:
@@ -103,7 +104,7 @@ def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
         related=tuple(related),
         fix=fix,
         # Used only when `fix` edits a file a fix may not touch (fabric_lsp.confinement).
-        alternatives=_alternatives(source, call) if fix is not None and any(
+        alternatives=_alternatives(source, call, parents) if fix is not None and any(
             edit.path != call.path for edit in fix.edits) else (),
         context={"class": info.class_name or "Module", "method": call.method},
     )
@@ -201,7 +202,7 @@ def _declared_outside(function: ast.AST, names: list[str]) -> bool:
 # -- in-file alternatives (offered when the setup's file may not be edited: fabric_lsp.confinement) --
 
 
-def _alternatives(source, call: MethodCallFact) -> tuple[Fix, ...]:
+def _alternatives(source, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> tuple[Fix, ...]:
     """Fixes at the failing call, in its own file. Both need `receiver` to be the Fabric wrapper on
     every way the call runs (on the unwrapped module `mark_forward_method` / `.module` do not exist:
     AttributeError), so neither is offered when the analysis sees it reached unwrapped too."""
@@ -209,14 +210,16 @@ def _alternatives(source, call: MethodCallFact) -> tuple[Fix, ...]:
     if source is None or source.tree is None or not call.receiver_always_wrapped or not isinstance(node, ast.Attribute) \
             or node.attr != call.method or not isinstance(call.node, ast.Call) or call.node.func is not node:
         return ()
-    mark = _mark_before_call(source, call, node.value)
+    if source.path not in parents:
+        parents[source.path] = _parents(source.tree)
+    mark = _mark_before_call(source, call, node.value, parents[source.path])
     if mark is not None:
         return (mark,)
     bypass = _call_on_module(source, call, node.value)
     return (bypass,) if bypass is not None else ()
 
 
-def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr) -> Fix | None:
+def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr, parents: dict[int, ast.AST]) -> Fix | None:
     """`receiver.mark_forward_method("m")` inserted just before the statement holding the call: what
     the runtime error asks for, done where the call is (marking again is a no-op). Only for a receiver
     that reads a name (`model`, `self.model`) not rebound inside that statement, in a statement that
@@ -224,7 +227,6 @@ def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr) -> Fix |
     base = _base_name(receiver)
     if base is None:
         return None
-    parents = _parents(source.tree)
     statement, lazy = parents.get(id(call.node)), False
     while statement is not None and not isinstance(statement, ast.stmt):
         if isinstance(statement, (ast.Lambda, ast.GeneratorExp)):
