@@ -511,7 +511,8 @@ def _confine(findings: list[Finding], bounds: FixBounds, cwd: str, say: bool) ->
     if say:
         for finding, path, reason in refused:
             offered = next((f for f in kept if f.span == finding.span and f.code == finding.code), None)
-            instead = "; an in-file alternative is offered (unsafe)" if offered is not None and offered.fix else ""
+            instead = (f"; an in-file alternative is offered ({offered.fix.applicability.value}): {offered.fix.title}"
+                       if offered is not None and offered.fix else "")
             _say(f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
                  f"{finding.span.start.character + 1}: {finding.code} fix would edit {display_path(path, cwd)}: "
                  f"{reason}; not fixed{instead}")

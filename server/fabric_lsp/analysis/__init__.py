@@ -17,10 +17,11 @@ from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, describe
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import Bound, FabricValue, Instance, Strategy, Wrapped
+from fabric_lsp.analysis.values import Bound, FabricValue, Instance, Strategy, Wrapped, const
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
+_NONE_VALUE = const(None)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class MethodCallFact:
     method: str
     scope: ir.Scope
     paths: list[WrappedPath] = field(default_factory=list)  # the paths on which it is not marked before the call
+    # `receiver.method(...)` written as an attribute call, and on every way the analysis sees it
+    # run `receiver` is a Fabric wrapper (never the unwrapped module, never a value it cannot see):
+    # only then is `receiver.mark_forward_method(...)` / `receiver.module` certain to exist there.
+    receiver_always_wrapped: bool = False
 
 
 @dataclass
@@ -247,6 +252,13 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
     cannot be read counts for every method."""
     by_node: dict[int, MethodCallFact] = {}
     marks = _marks_by_origin(events)
+    always_wrapped: dict[int, bool] = {}
+    for event in events:
+        if event.kind == "wcall":
+            receivers = event.data.get("receivers")
+            # None is not an unwrapped module: `None.m()` fails the same way with or without the mark.
+            wrapped_only = bool(receivers) and all(isinstance(v, Wrapped) or v == _NONE_VALUE for v in receivers)
+            always_wrapped[id(event.node)] = always_wrapped.get(id(event.node), True) and wrapped_only
     for event in events:
         if event.kind != "wcall":
             continue
@@ -267,7 +279,8 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
         if fact is None:
             func = event.data.get("func")
             span_node = func[3] if func is not None and func[0] == "attr" else getattr(event.node, "func", event.node)
-            fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope)
+            fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope,
+                                                            receiver_always_wrapped=always_wrapped[id(event.node)])
         fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
     facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
 

@@ -823,6 +823,10 @@ class Solver:
         count = len(patterns)
         parts: list[set] = [set() for _ in range(count)]
         star = next((i for i, p in enumerate(patterns) if p[0] == "star"), None)
+        if len(values) > 1 and const(None) in values:
+            # Unpacking None raises TypeError: no value flows from it (a factory's return values hold
+            # None for falling off its end, which would make every target of `a, b = build()` unknown).
+            values = values - _NONE
         for value in values:
             if isinstance(value, Container):
                 elements = self.read(("elements", value.site))
@@ -1013,7 +1017,12 @@ class Solver:
 
     def _e_call(self, expr, frame) -> frozenset:
         _, func_expr, arg_exprs, kwarg_exprs, node = expr
-        callees = self.ev(func_expr, frame)
+        receivers = None
+        if func_expr[0] == "attr":  # `obj.m(...)`: what `obj` may be is kept for the wcall event
+            receivers = self.ev(func_expr[1], frame)
+            callees = self.attribute(receivers, func_expr[2], func_expr[3], frame)
+        else:
+            callees = self.ev(func_expr, frame)
         args: list[tuple[bool, frozenset]] = []
         for arg in arg_exprs:
             if arg[0] == "star":
@@ -1022,6 +1031,7 @@ class Solver:
                 args.append((False, self.ev(arg, frame)))
         kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
         call = _Call(node, func_expr, args, kwargs, frame)
+        call.receivers = receivers
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)
@@ -1247,7 +1257,8 @@ class Solver:
             return self._library_call(callee.qualified, call)
         if isinstance(callee, WrappedMethod):
             self._event("wcall", call, wrapped=callee.wrapped, method=callee.name,
-                        marked=(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr)
+                        marked=(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
+                        receivers=call.receivers)
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
@@ -1850,11 +1861,12 @@ class Solver:
 
 
 class _Call:
-    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth")
+    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth", "receivers")
 
     def __init__(self, node, func_expr, args, kwargs, frame, depth: int = 0) -> None:
         self.node = node
         self.func_expr = func_expr
+        self.receivers = None  # for `obj.m(...)` as written: the values of `obj`
         self.args = args  # [(starred, values)]
         self.kwargs = kwargs  # [(name | None, values)]
         self.frame = frame

@@ -72,9 +72,21 @@ def record_id(code: str) -> str:
 
 
 @dataclass(frozen=True)
+class AlternativeCase:
+    """A Fixit-style example of a finding's in-file alternative (fabric_lsp.confinement): a project
+    (`files`: (name, text) pairs), the one file checked (every other file is out of bounds), and what
+    that file becomes with its fixes applied, unsafe ones included (None: no fix is offered)."""
+
+    files: tuple[tuple[str, str], ...]
+    checked: str
+    expected: str | None
+
+
+@dataclass(frozen=True)
 class RuleModule:
     code: str
     name: str
     check: Callable[[ProgramFacts], list[Finding]]
     valid: tuple[str, ...]
     invalid: tuple[str, ...]
+    alternatives: tuple[AlternativeCase, ...] = ()

@@ -12,6 +12,7 @@ import ast
 from fabric_lsp.analysis import MethodCallFact, MethodInfo, Origin, ProgramFacts, WrappedPath
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import (
+    AlternativeCase,
     RuleModule,
     combined_severity,
     path_severity,
@@ -30,14 +31,15 @@ _NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", 
 
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
+    parents: dict[str, dict[int, ast.AST]] = {}  # per file, for the alternatives
     for call in facts.method_calls:
-        finding = _finding(facts, call)
+        finding = _finding(facts, call, parents)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
+def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> Finding | None:
     raising: list[tuple[WrappedPath, MethodInfo]] = []
     safe = 0
     for path in call.paths:
@@ -91,6 +93,7 @@ def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
         related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
     if len(class_names) > 1:
         class_name = " / ".join(class_names)
+    fix = _mark_fix(facts, origins, call.method)
     return Finding(
         code=CODE,
         severity=severity,
@@ -99,7 +102,10 @@ def _finding(facts: ProgramFacts, call: MethodCallFact) -> Finding | None:
         message=message,
         record_id=record_id(CODE),
         related=tuple(related),
-        fix=_mark_fix(facts, origins, call.method),
+        fix=fix,
+        # Used only when `fix` edits a file a fix may not touch (fabric_lsp.confinement).
+        alternatives=_alternatives(source, call, parents) if fix is not None and any(
+            edit.path != call.path for edit in fix.edits) else (),
         context={"class": info.class_name or "Module", "method": call.method},
     )
 
@@ -191,6 +197,122 @@ def _declared_outside(function: ast.AST, names: list[str]) -> bool:
         if isinstance(node, (ast.Global, ast.Nonlocal)) and set(node.names) & set(names):
             return True
     return False
+
+
+# -- in-file alternatives (offered when the setup's file may not be edited: fabric_lsp.confinement) --
+
+
+def _alternatives(source, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> tuple[Fix, ...]:
+    """Fixes at the failing call, in its own file. Both need `receiver` to be the Fabric wrapper on
+    every way the call runs (on the unwrapped module `mark_forward_method` / `.module` do not exist:
+    AttributeError), so neither is offered when the analysis sees it reached unwrapped too."""
+    node = call.span_node
+    if source is None or source.tree is None or not call.receiver_always_wrapped or not isinstance(node, ast.Attribute) \
+            or node.attr != call.method or not isinstance(call.node, ast.Call) or call.node.func is not node:
+        return ()
+    if source.path not in parents:
+        parents[source.path] = _parents(source.tree)
+    mark = _mark_before_call(source, call, node.value, parents[source.path])
+    if mark is not None:
+        return (mark,)
+    bypass = _call_on_module(source, call, node.value)
+    return (bypass,) if bypass is not None else ()
+
+
+def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr, parents: dict[int, ast.AST]) -> Fix | None:
+    """`receiver.mark_forward_method("m")` inserted just before the statement holding the call: what
+    the runtime error asks for, done where the call is (marking again is a no-op). Only for a receiver
+    that reads a name (`model`, `self.model`) not rebound inside that statement, in a statement that
+    runs the call when it runs (not inside a lambda or a generator expression)."""
+    base = _base_name(receiver)
+    if base is None:
+        return None
+    statement, lazy = parents.get(id(call.node)), False
+    while statement is not None and not isinstance(statement, ast.stmt):
+        if isinstance(statement, (ast.Lambda, ast.GeneratorExp)):
+            lazy = True
+        statement = parents.get(id(statement))
+    if statement is None or lazy or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None  # a call in a decorator, default, base or annotation: no line of its own before it
+    if _rebinds(source, statement, receiver, base):
+        return None
+    if statement.lineno > 1 and source.line(statement.lineno - 1).endswith("\\"):
+        return None  # the statement continues a backslash-continued line
+    mark = f"{source.segment(receiver)}.mark_forward_method(\"{call.method}\")"
+    start = source.start(statement)
+    line = source.line(statement.lineno)
+    before = line[:start.character]
+    if before.strip():
+        # After `;` or on the line of `if ...:`: a simple statement, joined with `;` on its line.
+        if not before.rstrip().endswith((";", ":")):
+            return None
+        edit = TextEdit(source.path, start, start, f"{mark}; ")
+    else:
+        if isinstance(statement, ast.If) and line[start.character:].startswith("elif"):
+            return None  # the `elif` of a chain: no statement can go before it
+        at = Position(start.line, 0)
+        edit = TextEdit(source.path, at, at, f"{before}{mark}\n")
+    return Fix(
+        title=f"Mark `{call.method}` as a forward method just before this call (`{mark}`)",
+        applicability=Applicability.SAFE,
+        edits=(edit,),
+    )
+
+
+def _call_on_module(source, call: MethodCallFact, receiver: ast.expr) -> Fix | None:
+    """`receiver.module.m(...)`: the original module's method, outside the strategy's wrapper. Under
+    DDP it skips the gradient synchronisation (ranks that train through it drift apart): unsafe,
+    right for inference only."""
+    if not isinstance(receiver, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return None  # `(a or b).m()`: `.module` would bind to the last operand only
+    end = source.end(receiver)
+    return Fix(
+        title=(f"Call `{call.method}` on the unwrapped `{source.segment(receiver)}.module` (bypasses the strategy: "
+               "under DDP its gradients are not synchronised across processes; for inference only)"),
+        applicability=Applicability.UNSAFE,
+        edits=(TextEdit(source.path, end, end, ".module"),),
+    )
+
+
+def _base_name(receiver: ast.expr) -> str | None:
+    """`model` for `model`, `self.model`, `self.state.model`; None for anything that runs code."""
+    node = receiver
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _rebinds(source, statement: ast.stmt, receiver: ast.expr, base: str) -> bool:
+    """Does `statement` bind `base` (or assign the receiver's attribute) anywhere but in the targets
+    of a plain assignment (those bind after the call has run)?"""
+    allowed: set[int] = set()
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        for target in targets:
+            allowed.update(id(n) for n in ast.walk(target))
+    text = source.segment(receiver)
+    for node in ast.walk(statement):
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.Name) and node.id == base and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(node, ast.arg) and node.arg == base:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == base:
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and source.segment(node) == text:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and base in node.names:
+            return True
+    return False
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
 
 
 VALID = (
@@ -351,4 +473,73 @@ trainer.run(None)
 ''',
 )
 
-RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
+_LM = """\
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+def build():
+    model = LM()
+    return Fabric(strategy="ddp").setup(model)
+"""
+
+# The setup (where the main fix marks the method) is in lm.py, which is not checked.
+ALTERNATIVES = (
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+for x in (None, None):
+    y = model.generate(x)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+for x in (None, None):
+    model.mark_forward_method("generate")
+    y = model.generate(x)  # expect: FAB001 error
+"""),
+    # A one-line suite: the mark joins it.
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+if model: model.generate(None)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+if model: model.mark_forward_method("generate"); model.generate(None)  # expect: FAB001 error
+"""),
+    # A lambda runs later (no line before it is the right place): the unwrapped module's method.
+    AlternativeCase((("lm.py", _LM), ("example.py", """\
+from lm import build
+
+model = build()
+sample = lambda x: model.generate(x)  # expect: FAB001 error
+""")), "example.py", """\
+from lm import build
+
+model = build()
+sample = lambda x: model.module.generate(x)  # expect: FAB001 error
+"""),
+    # The helper also gets the unwrapped module: a mark or `.module` there would raise AttributeError.
+    AlternativeCase((("lm.py", _LM + """\
+
+from example import sample
+
+sample(build(), None)
+sample(LM(), None)
+"""), ("example.py", """\
+def sample(model, x):
+    return model.generate(x)  # expect: FAB001 error
+""")), "example.py", None),
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID, ALTERNATIVES)

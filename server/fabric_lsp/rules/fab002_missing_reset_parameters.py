@@ -14,7 +14,7 @@ from fabric_lsp.analysis import MetaModelFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
 from fabric_lsp.analysis.meta import MetaAnalyzer, Offender, patched_classes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id
+from fabric_lsp.rules.base import AlternativeCase, RuleModule, record_id
 from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_reset_parameters
 
 CODE = "FAB002"
@@ -60,6 +60,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
             if key in findings:
                 continue
             how = _how(model)
+            fix = _fix(facts, model, offender)
             findings[key] = Finding(
                 code=CODE,
                 severity=severity,
@@ -67,7 +68,10 @@ def check(facts: ProgramFacts) -> list[Finding]:
                 message=_message(facts, model, offender, how),
                 record_id=record_id(CODE),
                 related=tuple(related),
-                fix=_fix(facts, model, offender),
+                fix=fix,
+                # Used only when `fix` edits a file a fix may not touch (fabric_lsp.confinement).
+                alternatives=_alternatives(facts, model, span.path) if fix is not None and any(
+                    edit.path != span.path for edit in fix.edits) else (),
                 context={"class": offender.name, "path": how},
             )
     return list(findings.values())
@@ -222,27 +226,48 @@ def _statement_of(source, node: ast.AST) -> ast.stmt | None:
     return None
 
 
+def _alternatives(facts: ProgramFacts, model: MetaModelFact, path: str) -> tuple[Fix, ...]:
+    """The fix in the finding's own file, for a class whose file may not be edited: build the model
+    for real where it is built on the meta device (when that construction is in this file)."""
+    fix = _leave_meta_fix(facts, model)
+    if fix is None or any(edit.path != path for edit in fix.edits):
+        return ()
+    return (fix,)
+
+
 def _leave_meta_fix(facts: ProgramFacts, model: MetaModelFact) -> Fix | None:
-    """For torch built-ins that cannot get the method: build the model for real instead of on meta."""
+    """For torch built-ins that cannot get the method (and classes whose file may not be edited):
+    build the model for real instead of on meta. Unsafe: the whole model is allocated and
+    initialised on the host (the memory and time the meta device was there to save), and it stays
+    there until `fabric.setup` moves it."""
     tag = model.tag
     source = facts.source(tag.path)
+    if source is None:
+        return None
     if tag.kind in ("meta_device", "default_device"):
         calls = [tag.context] if isinstance(tag.context, ast.Call) else [
             item.context_expr for item in getattr(tag.context, "items", []) if isinstance(item.context_expr, ast.Call)]
         for call in calls:
             argument = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("type", "device")), None)
             if isinstance(argument, ast.Constant) and argument.value == "meta":
-                span = source.span(argument)
+                holder = _source_holding(facts, argument)
+                if holder is None:
+                    return None
+                span = holder.span(argument)
                 return Fix("Build the model on the CPU instead of the meta device (uses host memory for the full model)",
                            Applicability.UNSAFE, (TextEdit(span.path, span.start, span.end, '"cpu"'),))
         return None
     init_call = tag.init_call
-    keyword = next((k for k in getattr(init_call, "keywords", []) if k.arg == "empty_init"), None)
-    if keyword is None or facts.source(tag.path) is None:
+    keyword = next((k.value for k in getattr(init_call, "keywords", []) if k.arg == "empty_init"), None)
+    if keyword is None and isinstance(init_call, ast.Call) and len(init_call.args) == 1 \
+            and not isinstance(init_call.args[0], ast.Starred):
+        keyword = init_call.args[0]  # init_module(True)
+    if keyword is None:
         return None
     init_source = _source_holding(facts, init_call) or source
-    span = init_source.span(keyword.value)
-    return Fix("Initialise the model for real (`empty_init=False`) instead of on the meta device",
+    span = init_source.span(keyword)
+    return Fix("Initialise the model for real (`empty_init=False`) instead of on the meta device "
+               "(uses memory for the full model on every process)",
                Applicability.UNSAFE, (TextEdit(span.path, span.start, span.end, "False"),))
 
 
@@ -355,4 +380,54 @@ _materialize_meta_tensors(model, "cpu")
 ''',
 )
 
-RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
+_BLOCKS = """\
+import torch
+import torch.nn as nn
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.logit = nn.Parameter(torch.zeros(4))
+"""
+
+# The class (where the main fix adds reset_parameters) is in blocks.py, which is not checked.
+ALTERNATIVES = (
+    AlternativeCase((("blocks.py", _BLOCKS), ("example.py", """\
+import torch
+import torch.nn as nn
+from lightning.fabric.utilities.init import _materialize_meta_tensors
+from blocks import Gate
+
+with torch.device("meta"):
+    model = nn.Sequential(nn.Linear(4, 4), Gate())  # expect: FAB002 error
+_materialize_meta_tensors(model, "cpu")
+""")), "example.py", """\
+import torch
+import torch.nn as nn
+from lightning.fabric.utilities.init import _materialize_meta_tensors
+from blocks import Gate
+
+with torch.device("cpu"):
+    model = nn.Sequential(nn.Linear(4, 4), Gate())  # expect: FAB002 error
+_materialize_meta_tensors(model, "cpu")
+"""),
+    AlternativeCase((("blocks.py", _BLOCKS), ("example.py", """\
+from lightning.fabric import Fabric
+from blocks import Gate
+
+fabric = Fabric(strategy="fsdp")
+with fabric.init_module(empty_init=True):
+    model = Gate()  # expect: FAB002 error
+model = fabric.setup(model)
+""")), "example.py", """\
+from lightning.fabric import Fabric
+from blocks import Gate
+
+fabric = Fabric(strategy="fsdp")
+with fabric.init_module(empty_init=False):
+    model = Gate()  # expect: FAB002 error
+model = fabric.setup(model)
+"""),
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID, ALTERNATIVES)
