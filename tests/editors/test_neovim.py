@@ -77,6 +77,25 @@ def fab001_location(text: str) -> tuple[int, int, int]:
     raise AssertionError(f"{FIXTURE.name} has no `# expect: FAB001 error` label")
 
 
+
+def neovim_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a headless Neovim session: `fabric-lsp` on PATH is the checkout under test
+    (the README runs `fabric-lsp serve` from PATH; this shim runs it on the test's interpreter, whether
+    or not the package is installed in it), and the user's Neovim config, plugins, shada and logs are
+    kept out of the run."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "fabric-lsp"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m fabric_lsp "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "server"), env.get("PYTHONPATH")]))
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(tmp_path / "xdg" / name.lower())
+    env.pop("VIRTUAL_ENV", None)  # the analysis interpreter would otherwise follow the caller's venv
+    return env
+
 def run_session(tmp_path: Path, config_lua: str, source_text: str | None = None) -> dict:
     workspace = tmp_path / "project"
     workspace.mkdir()
@@ -88,21 +107,7 @@ def run_session(tmp_path: Path, config_lua: str, source_text: str | None = None)
     config_file = tmp_path / "config.lua"
     config_file.write_text(config_lua)
 
-    # The README runs `fabric-lsp serve` from PATH; this shim makes that the checkout under test,
-    # run by the test's interpreter, whether or not the package is installed in it.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "fabric-lsp"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m fabric_lsp "$@"\n')
-    shim.chmod(0o755)
-
-    env = dict(os.environ)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "server"), env.get("PYTHONPATH")]))
-    # Keep the user's Neovim config, plugins, shada and logs out of the run.
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        env[name] = str(tmp_path / "xdg" / name.lower())
-    env.pop("VIRTUAL_ENV", None)  # the analysis interpreter would otherwise follow the caller's venv
+    env = neovim_env(tmp_path)
     env["FABRIC_NVIM_CONFIG"] = str(config_file)
     env["FABRIC_NVIM_FILE"] = str(source)
     env["FABRIC_NVIM_WAIT_MS"] = str(STEP_WAIT_MS)

@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.editors.test_neovim import NVIM, NVIM_ERROR, readme_neovim_snippet
+from tests.editors.test_neovim import NVIM, NVIM_ERROR, neovim_env, readme_neovim_snippet
 from tests.editors.test_neovim import pytestmark as pytestmark  # skipped exactly when test_neovim.py is
-from tests.security.hostile import REPO_ROOT, build_hostile_repo
+from tests.security.hostile import build_hostile_repo
 
 SESSION_LUA = Path(__file__).resolve().parent / "neovim_trust_session.lua"
 TIMEOUT_S = 60  # outer bound for one Neovim session (`timeout 60 nvim ...`)
@@ -37,24 +36,13 @@ def run_session(tmp_path: Path, user_config: str, *, wait_for_marker: bool = Fal
     config_file = tmp_path / "init.lua"
     config_file.write_text(readme_neovim_snippet('vim.lsp.config("fabric_lsp"'))
 
-    # The README runs `fabric-lsp serve` from PATH: the checkout under test, on the test's interpreter.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "fabric-lsp"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m fabric_lsp "$@"\n')
-    shim.chmod(0o755)
-
-    env = dict(os.environ)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "server"), env.get("PYTHONPATH")]))
-    # Nothing of the person running the tests: their home, Neovim config, fabric-lsp user config,
-    # caches and cache secret. The user config is found where a user's is, under XDG_CONFIG_HOME.
+    env = neovim_env(tmp_path)
+    # Nothing of the person running the tests: their home, fabric-lsp user config and cache secret.
+    # The user config is found where a user's is, under XDG_CONFIG_HOME.
     home = tmp_path / "home"
     home.mkdir()
     env["HOME"] = str(home)
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        env[name] = str(tmp_path / "xdg" / name.lower())
-    for name in ("VIRTUAL_ENV", "FABRIC_LSP_USER_CONFIG", "FABRIC_LSP_CACHE_SECRET_DIR"):
+    for name in ("FABRIC_LSP_USER_CONFIG", "FABRIC_LSP_CACHE_SECRET_DIR"):
         env.pop(name, None)
     user_config_file = Path(env["XDG_CONFIG_HOME"]) / "fabric-lsp" / "config.toml"
     user_config_file.parent.mkdir(parents=True)
