@@ -14,6 +14,7 @@ that only grows:
     ("field", class, name)       `obj.name = v` on instances of `class` (`self.x` in any method)
     ("classattr", class, name)   names bound in a class body (methods, aliases, constants)
     ("bases", class)             a class statement's bases
+    ("subclasses", class)        the program's classes whose MRO holds it (derived from "bases")
     ("element", site, key)       items of a list/dict display by literal key; ("elements", site): all
     ("setup_module", site)       what `fabric.setup(...)` at `site` was given; ("setup_fabric", site): by which Fabric
     ("default"|"annotation", scope, name)
@@ -256,6 +257,7 @@ class Solver:
         for scope in scopes:
             if scope.kind == ir.CLASS:
                 self.classes[class_key(scope)] = scope
+        self._class_order = {key: index for index, key in enumerate(self.classes)}
         self._mro_cache: dict[Class, tuple] = {}
         self._saturated: set[tuple] = set()
         self._sort_keys: dict = {}
@@ -307,6 +309,7 @@ class Solver:
             self._enqueue(reader)
         if key[0] == "bases":
             self._mro_cache.clear()
+            self._update_subclasses(key[1])
 
     def ordered(self, values: Iterable) -> list:
         """Values in an order that is the same in every process (sets iterate by hash)."""
@@ -483,9 +486,32 @@ class Solver:
         return frozenset(Instance(sub) for sub in self._subclasses(key))
 
     def _subclasses(self, key: Class) -> list[Class]:
-        # Through mro(): every class's bases are read (and recorded) on each call.
-        classes = self._ask("class_keys")
-        return [key] + [other for other in classes if other != key and key in self.mro(other)]
+        """The program's classes whose MRO holds `key` (itself first, then in program order)."""
+        members = self.read(("subclasses", key))
+        return [key] + sorted((c for c in members if c != key), key=self._class_order.__getitem__)
+
+    def _update_subclasses(self, changed: Class) -> None:
+        """Keep ("subclasses", A), the program classes whose MRO holds A, in step with a class's
+        new bases. Derived here, once per change, so that a method's `self` depends on its own
+        class's entry only: computed by each reader from every class's MRO, it made every method
+        of the program a reader of every class statement's bases (a test suite's hundreds of local
+        classes re-ran every method hundreds of times). Entries only grow, like every table, and
+        are not logged: a replayed class statement derives them again from its bases write."""
+        current, log = self.current, self._log
+        self.current = self._log = None
+        try:
+            for cls in [changed, *self.tables.get(("subclasses", changed), ())]:
+                for ancestor in self.mro(cls):
+                    if not isinstance(ancestor, Class):
+                        continue
+                    key = ("subclasses", ancestor)
+                    old = self.tables.get(key, NOTHING)
+                    if cls not in old:
+                        self.tables[key] = old | {cls}
+                        for reader in self.readers.get(key, ()):
+                            self._enqueue(reader)
+        finally:
+            self.current, self._log = current, log
 
     # -- classes -------------------------------------------------------------------------------------
     def mro(self, cls) -> tuple:
