@@ -101,6 +101,7 @@ class Program:
     _jedi_asked: set = field(default_factory=set)
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
     _external_static: dict = field(default_factory=dict)
+    _class_bindings: dict = field(default_factory=dict)
 
     # -- ProgramView ------------------------------------------------------------------------------
     def module_scope(self, path: str) -> ir.Scope | None:
@@ -119,6 +120,30 @@ class Program:
 
     def class_keys(self) -> tuple:
         return tuple(self.class_scopes)
+
+    def class_binding(self, mro: tuple, name: str) -> tuple:
+        """(the first class of `mro` whose statements bind `name`, the values a library class binds
+        it to); (None, {}) if none. Static for the program's files: one question per lookup, kept."""
+        key = (mro, name)
+        known = self._class_bindings.get(key)
+        if known is None:
+            known = self._class_bindings[key] = self._first_binding(mro, name)
+        return known
+
+    def _first_binding(self, mro: tuple, name: str) -> tuple:
+        from fabric_lsp.analysis.flow import library_defines
+
+        for ref in mro:
+            if isinstance(ref, Class):
+                if ref.external:
+                    values = self.external_attribute(ref, name)
+                    if values:
+                        return ref, values
+                elif self.class_binds(ref, name):
+                    return ref, frozenset()
+            elif isinstance(ref, Lib) and library_defines(ref.qualified, name):
+                return ref, frozenset()
+        return None, frozenset()
 
     def class_binds(self, cls: Class, name: str) -> bool:
         scope = self.class_scopes.get(cls)
@@ -223,7 +248,7 @@ class Program:
             # jedi only for what may be a class (CapWords, by convention): what the rules need of a
             # library is its classes (a library function's body is not followed anyway), and
             # `np.zeros` should not cost a jedi question.
-            if source is not None and name[:1].isupper():
+            if source is not None and name[:1].isupper() and not self._jedi_finds_nothing(owner.path, name, hops):
                 return self.ask_jedi(owner.path, name)
             return frozenset()
         if isinstance(owner, Class):
@@ -269,6 +294,46 @@ class Program:
             if candidate:
                 found = candidate
         return found
+
+    def _jedi_finds_nothing(self, path: str, name: str, hops: int) -> bool:
+        """Would jedi's goto for `name` of the library module `path` land only where _definition_value
+        finds nothing? It does when every statement binding the name is an assignment (goto stops at
+        the statement: `MARK_GEN = MarkGenerator()`) or imports it from an extension or stub-only
+        module (goto ends in a .so or .pyi, which are not read), through re-exports. Then the answer
+        is the same without asking, and a program whose library names are all of this kind never
+        pays for starting jedi (~0.3 s)."""
+        if hops > MAX_EXTERNAL_HOPS:
+            return False
+        source = self.external_source(path)
+        if source is None:
+            return False
+        bound = False
+        for statement in _module_level(source.tree.body):
+            if isinstance(statement, ast.ImportFrom):
+                for alias in statement.names:
+                    if alias.name == "*":
+                        return False  # jedi follows star imports; so must the answer
+                    if (alias.asname or alias.name) != name:
+                        continue
+                    bound = True
+                    module, level = statement.module or "", statement.level
+                    target = self.resolver.resolve(module, path, level) if level or module.split(".")[0] not in OPAQUE_ROOTS else None
+                    if target is None:
+                        if not self.resolver.compiled_module(module, path, level):
+                            return False
+                    elif not target.path.endswith(".py") or not self._jedi_finds_nothing(target.path, alias.name, hops + 1):
+                        return False
+            elif isinstance(statement, ast.Import):
+                if any((alias.asname or alias.name.split(".")[0]) == name for alias in statement.names):
+                    return False
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if statement.name == name:
+                    return False
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                if any(isinstance(node, ast.Name) and node.id == name for target in targets for node in ast.walk(target)):
+                    bound = True
+        return bound
 
     def ask_jedi(self, path: str, name: str) -> frozenset:
         """A library module's name that its binding statements do not answer (a lazy loader, names
@@ -643,10 +708,10 @@ def _names_used(module_scopes) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(referenced), frozenset(assigned)
 
 
-def solve(program: Program, previous: dict | None = None) -> Solver:
+def solve(program: Program, previous: dict | None = None, record: bool = True) -> Solver:
     """Solve the program; `previous`: the runs of an earlier solve of it (Solver.logs), replayed
     where nothing they read changed (the answer is the same as without them, found faster)."""
-    solver = Solver(program, program.scopes, previous)
+    solver = Solver(program, program.scopes, previous, record)
     program.solver = solver
     solver.solve()
     if solver.bound_hit:

@@ -29,11 +29,19 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-# A file that can start a value the rules follow names one of these.
-ORIGIN_WORDS = ("fabric", "Fabric", "FullyShardedDataParallel", "LightningLite")
+# A file that can start a value the rules follow names one of these: a Fabric object comes from
+# a Fabric class (constructed, subclassed or named in an annotation, all of which spell "Fabric" or
+# "LightningLite": `L.Fabric`, `MyFabric`), a materialization from torch's FSDP class or Lightning's
+# materialize functions. The lowercase package name (`lightning.fabric.utilities`) starts nothing:
+# it made every module of Lightning itself a program of its own to solve.
+ORIGIN_WORDS = ("Fabric", "LightningLite", "FullyShardedDataParallel", "_materialize_meta_tensors",
+                "_materialize_distributed_module")
 
 # Libraries whose names resolve from tables (never read), and the standard library (opaque).
 OPAQUE_ROOTS = frozenset(LIBRARY_ROOTS) | frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "functools"}
+
+# Modules resolve() does not read: extension modules and stub-only modules.
+_COMPILED_SUFFIXES = (".so", ".pyd", ".pyi")
 
 MAX_PROGRAM_FILES = 5000  # files of one program parsed and analysed; more: the rest is left out (notice)
 
@@ -314,6 +322,32 @@ class Resolver:
         path = location if location is not None else namespace[0]
         is_package = location is None or location.endswith("__init__.py")
         return ModuleLocation(path, not self.in_project(path), is_package)
+
+    def compiled_module(self, dotted: str, from_path: str, level: int = 0) -> bool:
+        """Is `dotted` (not a .py module: resolve found nothing) an extension module or a stub-only
+        module (`bit_generator.cpython-311-x86_64-linux-gnu.so`, `x.pyi`) beside where resolve looked?"""
+        parts = [part for part in dotted.split(".") if part]
+        if not parts:
+            return False
+        if level:
+            base = os.path.dirname(os.path.abspath(from_path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            folders = [base]
+        elif parts[0] in OPAQUE_ROOTS:
+            return False
+        else:
+            folders = self.search_path(from_path)
+        if len(parts) > 1:
+            parent = self._descend(folders, parts[:-1]) if folders else None
+            if parent is None or not parent.is_package:
+                return False
+            folders = [os.path.dirname(parent.path) if parent.path.endswith("__init__.py") else parent.path]
+        prefix = parts[-1] + "."
+        return any(
+            name.startswith(prefix) and name.endswith(_COMPILED_SUFFIXES)
+            for folder in folders for name in self._names(folder)
+        )
 
     def resolve_in_project(self, dotted: str, from_path: str, level: int = 0) -> ModuleLocation | None:
         """Like resolve, but only among the project's folders (for the import graph between its files)."""
