@@ -179,6 +179,7 @@ class ProgramView:
     def external_attribute(self, module: Module, name: str) -> frozenset: ...
     def external_class_info(self, cls: Class): ...
     def external_bases(self, cls: Class) -> list[frozenset]: ...
+    def class_binding(self, mro: tuple, name: str) -> tuple: ...  # (owner | None, a library class's values)
     def external_classmethod_returns_cls(self, function: Function) -> bool: ...
     def class_scope(self, cls: Class) -> ir.Scope | None: ...
     def is_entry(self, scope: ir.Scope) -> bool: ...
@@ -233,9 +234,13 @@ def class_key(scope: ir.Scope) -> Class:
 
 
 class Solver:
-    def __init__(self, program: ProgramView, scopes: list[ir.Scope], previous: dict | None = None) -> None:
+    def __init__(self, program: ProgramView, scopes: list[ir.Scope], previous: dict | None = None,
+                 record: bool = True) -> None:
         self.program = program
         self.scopes = scopes
+        # Record each run's reads, writes and questions for the next solve to replay (the server);
+        # a solve nobody replays (`check`) skips the bookkeeping and its memory.
+        self.record = record
         # Runs of an earlier solve of this program, by scope: replayed when what they read is unchanged.
         self.previous: dict = previous or {}
         self.logs: dict = {}  # this solve's runs, by scope (for the next solve)
@@ -258,7 +263,7 @@ class Solver:
             if scope.kind == ir.CLASS:
                 self.classes[class_key(scope)] = scope
         self._class_order = {key: index for index, key in enumerate(self.classes)}
-        self._mro_cache: dict[Class, tuple] = {}
+        self._external_mros: dict[Class, tuple] = {}
         self._saturated: set[tuple] = set()
         self._sort_keys: dict = {}
         self._without_constants: set[tuple] = set()
@@ -308,8 +313,7 @@ class Solver:
         for reader in self.readers.get(key, ()):
             self._enqueue(reader)
         if key[0] == "bases":
-            self._mro_cache.clear()
-            self._update_subclasses(key[1])
+            self._hierarchy_changed(key[1])
 
     def ordered(self, values: Iterable) -> list:
         """Values in an order that is the same in every process (sets iterate by hash)."""
@@ -353,13 +357,14 @@ class Solver:
         self._run_counts[scope] = count + 1
         if self._replay(scope, count):
             return
-        self._log = []
+        self._log = [] if self.record else None
         self._events = []
         try:
             self._interpret(scope)
         finally:
             log, self._log = self._log, None
-        self.logs.setdefault(scope, []).append((log, self._events))
+        if self.record:
+            self.logs.setdefault(scope, []).append((log, self._events))
 
     def _replay(self, scope: ir.Scope, count: int) -> bool:
         """Apply a recorded run of this scope instead of interpreting it, when every read it made
@@ -490,18 +495,26 @@ class Solver:
         members = self.read(("subclasses", key))
         return [key] + sorted((c for c in members if c != key), key=self._class_order.__getitem__)
 
-    def _update_subclasses(self, changed: Class) -> None:
-        """Keep ("subclasses", A), the program classes whose MRO holds A, in step with a class's
-        new bases. Derived here, once per change, so that a method's `self` depends on its own
-        class's entry only: computed by each reader from every class's MRO, it made every method
-        of the program a reader of every class statement's bases (a test suite's hundreds of local
-        classes re-ran every method hundreds of times). Entries only grow, like every table, and
-        are not logged: a replayed class statement derives them again from its bases write."""
+    def _hierarchy_changed(self, changed: Class) -> None:
+        """Keep ("mro", X) and ("subclasses", A) in step with a class statement's new bases: the
+        MROs of the class and of its subclasses are computed again here, once per change, and only
+        the scopes that read an entry that changed run again. Computed by each reader instead, a
+        method's `self` (instances of every subclass) read every class's bases, so each of a test
+        suite's hundreds of local class statements re-ran every method of the program, and each
+        attribute lookup re-read the bases along its MRO. Not logged: a replayed class statement
+        derives them again from its bases write."""
         current, log = self.current, self._log
         self.current = self._log = None
         try:
-            for cls in [changed, *self.tables.get(("subclasses", changed), ())]:
-                for ancestor in self.mro(cls):
+            affected = [changed, *sorted(self.tables.get(("subclasses", changed), ()), key=self._class_order.__getitem__)]
+            for cls in dict.fromkeys(affected):
+                mro = self._compute_mro(cls)
+                key = ("mro", cls)
+                if self.tables.get(key) != mro:
+                    self.tables[key] = mro  # a tuple (the order matters), never merged
+                    for reader in self.readers.get(key, ()):
+                        self._enqueue(reader)
+                for ancestor in mro:
                     if not isinstance(ancestor, Class):
                         continue
                     key = ("subclasses", ancestor)
@@ -515,29 +528,21 @@ class Solver:
 
     # -- classes -------------------------------------------------------------------------------------
     def mro(self, cls) -> tuple:
-        """Depth-first, left to right, without repeats (C3 only differs on diamonds)."""
+        """Depth-first, left to right, without repeats (C3 only differs on diamonds). A program
+        class's MRO is one table entry (see _hierarchy_changed); a library class's is static."""
         if not isinstance(cls, Class):
             return (cls,)
-        cached = self._mro_cache.get(cls)
-        if cached is not None:
-            result, depends_on = cached
-            if self._log is not None or self.current is not None:
-                for dependency in depends_on:  # a cached answer still rests on these
-                    if dependency[0] == "ask":
-                        self._ask(*dependency[1:])
-                    else:
-                        self.read(dependency)
-            return result
-        log, self._log = self._log, []
-        try:
-            result = self._compute_mro(cls)
-        finally:
-            recorded, self._log = self._log, log
-        depends_on = tuple(("ask", op[1], *op[2]) if op[0] is _ASK else op[1] for op in recorded if op[0] is not _WRITE)
-        if log is not None:
-            log.extend(recorded)
-        self._mro_cache[cls] = (result, depends_on)
-        return result
+        if cls.external:
+            known = self._external_mros.get(cls)
+            if known is None:
+                current, log = self.current, self._log
+                self.current = self._log = None
+                try:
+                    known = self._external_mros[cls] = self._compute_mro(cls)
+                finally:
+                    self.current, self._log = current, log
+            return known
+        return self.read(("mro", cls)) or (cls,)
 
     def _compute_mro(self, cls: Class) -> tuple:
         order: list = []
@@ -582,18 +587,10 @@ class Solver:
     def lookup_class_attribute(self, cls: Class, name: str) -> tuple[Class | Lib | None, frozenset]:
         """(the class in the MRO that binds `name` in its body, the values bound); (None, {}) if none.
         Which class binds the name is read from the class statements, so it never changes as values grow."""
-        for ref in self.mro(cls):
-            if isinstance(ref, Class):
-                if ref.external:
-                    values = self._ask("external_attribute", ref, name)
-                    if values:
-                        return ref, values
-                    continue
-                if self._ask("class_binds", ref, name):
-                    return ref, self.read(("classattr", ref, name))
-            elif isinstance(ref, Lib) and library_defines(ref.qualified, name):
-                return ref, NOTHING
-        return None, NOTHING
+        owner, values = self._ask("class_binding", self.mro(cls), name)
+        if isinstance(owner, Class) and not owner.external:
+            return owner, self.read(("classattr", owner, name))
+        return owner, values
 
     def _mro_complete(self, cls: Class) -> bool:
         """Are all bases along the MRO known (written by their class statements, each resolved)?"""
@@ -1067,12 +1064,40 @@ class Solver:
             for callee in callees:
                 return self.call_value(callee, call)
         result = NOTHING
-        for index, callee in enumerate(self.ordered(callees)):
+        for index, callee in enumerate(self._grouped_callees(callees)):
             if index >= MAX_CALL_VALUES:
                 result = result | JUST_UNKNOWN
                 break
-            result = result | self.call_value(callee, call)
+            if isinstance(callee, _Receivers):
+                result = result | self._tagged(self._call_function(
+                    callee.function.scope, [(False, callee.receivers)] + call.args, call.kwargs, call.node, call.frame
+                ), call)
+            else:
+                result = result | self.call_value(callee, call)
         return result
+
+    def _grouped_callees(self, callees: frozenset) -> list:
+        """The callees in a fixed order, a project method bound to several receivers called once
+        with all of them as `self` (what the calls one by one would write and read, at once): in a
+        base class with hundreds of subclasses, `self.helper()` is one call, not hundreds (nor the
+        first MAX_CALL_VALUES of them and an unknown)."""
+        ordered = self.ordered(callees)
+        receivers: dict[Function, list] = {}
+        for callee in ordered:
+            if isinstance(callee, Bound) and not callee.function.external:
+                receivers.setdefault(callee.function, []).append(callee.receiver)
+        if all(len(found) == 1 for found in receivers.values()):
+            return ordered
+        grouped = []
+        for callee in ordered:
+            if isinstance(callee, Bound) and not callee.function.external:
+                found = receivers.pop(callee.function, None)
+                if found is None:
+                    continue  # called with its first receiver's group
+                grouped.append(_Receivers(callee.function, frozenset(found)) if len(found) > 1 else callee)
+            else:
+                grouped.append(callee)
+        return grouped
 
     # -- attributes ------------------------------------------------------------------------------------
     def attribute(self, objects: frozenset, name: str, node: ast.AST | None, frame: _Frame | None) -> frozenset:
@@ -1884,6 +1909,18 @@ class Solver:
         if frame.expecting and kind in _EXPECTED_KINDS:
             return  # `with pytest.raises(...)`: the error is what the test wants
         self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
+
+
+class _Receivers(tuple):
+    """A project method and every receiver it is bound to at one call (Solver._grouped_callees)."""
+
+    __slots__ = ()
+
+    def __new__(cls, function: Function, receivers: frozenset) -> "_Receivers":
+        return tuple.__new__(cls, (function, receivers))
+
+    function = property(lambda self: self[0])
+    receivers = property(lambda self: self[1])
 
 
 class _Call:
