@@ -34,9 +34,11 @@ from collections import OrderedDict
 from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.source import SourceFile
 
-# Texts kept for incremental parsing and sharing, least recently used first out.
-MAX_PATHS = 32
-MAX_TOTAL_CHARS = 1_000_000  # ~70 bytes of tree per character: ~70 MB at most
+# Texts kept for incremental parsing and sharing, least recently used first out. Enough for every
+# file of a large program (the engine keeps its programs' trees anyway): evicting some of them made
+# each rebuild of a 60-file program parse them again as new trees, which a solve cannot replay.
+MAX_PATHS = 4096
+MAX_TOTAL_CHARS = 16_000_000  # ~70 bytes of tree per character
 
 _lock = threading.Lock()
 _valid: "OrderedDict[str, SourceFile]" = OrderedDict()  # path -> last SourceFile that parsed
