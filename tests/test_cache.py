@@ -216,3 +216,59 @@ def test_findings_survive_the_json_round_trip():
             assert len(again.alternatives) == len(finding.alternatives) and (again.fix is None) == (finding.fix is None)
             seen += 1
     assert seen >= 40
+
+
+# -- programs ---------------------------------------------------------------------------------------
+# A project's entry also keeps each program's results: after an edit, only the programs holding the
+# edited file are solved again (a model module edited in one training script's program leaves the
+# others' answers standing).
+
+
+def _plant_programs(project: Path) -> None:
+    for path in _cache_files(project):
+        data = _read_cache(path)
+        for entry in data["projects"].values():
+            for program in entry["programs"].values():
+                for findings in program["findings"].values():
+                    for finding in findings:
+                        finding["message"] = MARKER
+        _write_cache(path, data)
+
+
+def _two_programs(tmp_path: Path) -> Path:
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    other = project / "second"
+    other.mkdir()
+    shutil.copy(CASES / "fab001_call_before_mark.py", other / "train_other.py")
+    return project
+
+
+def test_an_edit_solves_again_only_the_programs_of_the_edited_file(tmp_path):
+    project = _two_programs(tmp_path)
+    first = _check(project)
+    assert sorted(f["file"] for f in first) == ["main.py", "second/train_other.py"]
+    _plant_programs(project)
+    models = project / "models.py"
+    models.write_text(models.read_text() + "\n# edited\n")
+    second = {f["file"]: f["message"] for f in _check(project)}
+    assert second["second/train_other.py"] == MARKER  # its program's files are unchanged: kept
+    assert second["main.py"] != MARKER and second["main.py"] == next(f["message"] for f in first if f["file"] == "main.py")
+
+
+def test_a_kept_program_is_not_reused_once_its_files_change(tmp_path):
+    project = _two_programs(tmp_path)
+    _check(project)
+    _plant_programs(project)
+    other = project / "second" / "train_other.py"
+    other.write_text(other.read_text() + "\n# edited\n")
+    (project / "models.py").write_text((project / "models.py").read_text() + "\n# edited too\n")
+    assert MARKER not in _messages(_check(project))
+
+
+def test_a_new_file_in_the_project_makes_every_kept_program_stale(tmp_path):
+    # Imports resolve among the project's files: a new `utils.py` can change what `import utils` means.
+    project = _two_programs(tmp_path)
+    _check(project)
+    _plant_programs(project)
+    (project / "second" / "notes.py").write_text("x = 1\n")
+    assert MARKER not in _messages(_check(project))

@@ -7,6 +7,6 @@ import sys
 if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from fabric_lsp.cli import main  # noqa: E402
+from fabric_lsp.cli import run  # noqa: E402
 
-raise SystemExit(main())
+run()

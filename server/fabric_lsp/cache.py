@@ -45,7 +45,7 @@ from fabric_lsp.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
-SCHEMA = 2  # 2: one entry per project
+SCHEMA = 3  # 2: one entry per project; 3: with its programs and notices
 _PACKAGE_DIR = Path(fabric_lsp.__file__).resolve().parent
 
 
@@ -405,6 +405,7 @@ class FindingsCache:
         self.projects: dict[str, dict] = projects or {}
         self.dirty = False
         self.hits = 0
+        self.program_hits = 0
         self._lock = threading.Lock()
 
     @classmethod
@@ -458,6 +459,44 @@ class FindingsCache:
         self.hits += 1
         return found
 
+    def notices(self, root: str) -> tuple[str, ...]:
+        """The analysis notices stored with the project's entry (after a hit of lookup)."""
+        entry = self.projects.get(root)
+        notes = entry.get("notices") if isinstance(entry, dict) else None
+        return tuple(n for n in notes if isinstance(n, str)) if isinstance(notes, list) else ()
+
+    # Programs: a project's entry also keeps each program's results by program key (cli.program_key:
+    # its files' texts, the project's file list, the files asked about), so that after an edit only
+    # the programs holding the edited file are solved again.
+    def lookup_program(self, root: str, interpreter: str, key: str,
+                       need_edits: bool = False) -> tuple[dict[str, tuple[Finding, ...]], tuple[str, ...]] | None:
+        stored = self.stored_program(root, key, interpreter)
+        if stored is None:
+            return None
+        try:
+            if need_edits and any(item.get("fix") is not None or item.get("alternatives")
+                                  for found in stored["findings"].values() for item in found):
+                return None
+            findings = {path: tuple(finding_from_json(item) for item in found) for path, found in stored["findings"].items()}
+            notes = tuple(n for n in stored["notices"] if isinstance(n, str))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+        self.program_hits += 1
+        return findings, notes
+
+    def stored_program(self, root: str, key: str, interpreter: str) -> dict | None:
+        entry = self.projects.get(root)
+        if not isinstance(entry, dict) or entry.get("interpreter") != interpreter:
+            return None
+        programs = entry.get("programs")
+        stored = programs.get(key) if isinstance(programs, dict) else None
+        return stored if isinstance(stored, dict) else None
+
+    @staticmethod
+    def program_entry(findings: dict[str, Iterable[Finding]], notices: list[str]) -> dict:
+        return {"findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
+                "notices": list(notices)}
+
     def file_states(self, files: Iterable[str]) -> dict[str, list] | None:
         """[mtime_ns, size, sha256] of every file of a project about to be checked (taken before the
         check, so that a change made during it makes the entry stale rather than wrong); None when
@@ -471,7 +510,7 @@ class FindingsCache:
         return states
 
     def store(self, root: str, interpreter: str, states: dict[str, list] | None,
-              findings: dict[str, Iterable[Finding]]) -> None:
+              findings: dict[str, Iterable[Finding]], notices: list[str] = (), programs: dict | None = None) -> None:
         if states is None:
             return
         with self._lock:
@@ -479,6 +518,8 @@ class FindingsCache:
                 "interpreter": interpreter,
                 "files": states,
                 "findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
+                "notices": list(notices),
+                "programs": programs or {},  # this run's programs only: the others are stale
             }
             self.dirty = True
 
