@@ -252,7 +252,9 @@ class Solver:
         self.readers: dict[tuple, set[int]] = {}
         self.events: dict[int, list[Event]] = {}
         self.current: ir.Scope | None = None
-        self._queue: list[int] = []
+        self._queue: list[int] = []  # this sweep's scopes, by position
+        self._next: list[int] = []  # the next sweep's
+        self._position = -1  # the scope running
         self._queued: set[int] = set()
         self.steps = 0
         self.max_steps = STEPS_PER_SCOPE * max(1, len(scopes)) + MIN_STEPS
@@ -330,14 +332,19 @@ class Solver:
     def _enqueue(self, index: int) -> None:
         if index not in self._queued:
             self._queued.add(index)
-            heapq.heappush(self._queue, index)
+            # In sweeps over the program's order: a scope before the one running waits for the next
+            # sweep, so that it runs once after all the writers of this sweep, not once per writer.
+            heapq.heappush(self._next if index <= self._position else self._queue, index)
 
     # -- the fixed point -------------------------------------------------------------------------
     def solve(self) -> None:
         for index in range(len(self.scopes)):
             self._enqueue(index)
-        while self._queue:
+        while self._queue or self._next:
+            if not self._queue:
+                self._queue, self._next = self._next, self._queue
             index = heapq.heappop(self._queue)
+            self._position = index
             self._queued.discard(index)
             self.steps += 1
             if self.steps > self.max_steps:
@@ -1556,7 +1563,7 @@ class Solver:
                     found.update(self.read(("setup_module", value.site)))
                 else:
                     found.add(value)
-            return frozenset(found) or JUST_UNKNOWN
+            return frozenset(found)  # nothing yet is nothing, not unknown (see _record_fabric_arguments)
         short = name.rsplit(".", 1)[-1]
         if name.startswith("lightning") and tables().strategy(short) is not None and short[:1].isupper():
             return frozenset({StrategyObject(short)})
@@ -1762,7 +1769,10 @@ class Solver:
         site = call.node
         self.write(("fabric_call", site), frozenset({Special("fabric_call", None, call.frame.scope.path)}))
         for name, values in call.kwargs:
-            self.write(("fabric_kw", site, name if name is not None else "**"), values or frozenset({UNKNOWN}))
+            # No value yet is not an unknown value: written as unknown, a run that comes before the
+            # caller's would leave it for good. A keyword with no value at the end is unknown
+            # (_strategy_from).
+            self.write(("fabric_kw", site, name if name is not None else "**"), values)
 
     def strategy(self, fabric: FabricValue) -> Strategy:
         """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
@@ -1784,7 +1794,7 @@ class Solver:
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
                 name = keyword.arg if keyword.arg is not None else "**"
-                keywords[name] = self.peek(("fabric_kw", node, name))
+                keywords[name] = self.peek(("fabric_kw", node, name)) or JUST_UNKNOWN
         if "**" in keywords:
             # `Fabric(**config)`: the literal keys of a dict we can see; anything else is unknown.
             spread = keywords.pop("**")
