@@ -1,11 +1,12 @@
-"""`make bench`: every performance target of issue 5, measured in one run on this machine, printed
-as one table. Ratios compare figures taken in the same run (these machines are shared and noisy).
+"""`make bench`: every performance target of issues 5 and 12, measured in one run on this machine,
+printed as one table. Ratios compare figures taken in the same run (these machines are shared and noisy).
 
-    python benchmarks/run.py            # the table (about 5 minutes)
+    python benchmarks/run.py            # the table (about 8 minutes)
     python benchmarks/run.py --quick    # fewer edits and samples, to try the harness
     python benchmarks/run.py --record   # also write benchmarks/RESULTS.md (date, commit, machine)
 
-Inputs are generated (benchmarks/generate.py) under artifacts/bench/, never committed.
+Inputs are generated (benchmarks/generate.py) or downloaded from the package index
+(benchmarks/corpus.py: the real-code trees) under artifacts/bench/, never committed.
 """
 
 from __future__ import annotations
@@ -160,6 +161,55 @@ def bench_check(quick: bool) -> list[dict]:
     return rows
 
 
+def bench_real(quick: bool) -> list[dict]:
+    import corpus
+    import real_bench
+
+    say("== real code: the corpus (lightning 2.6.6 + litgpt 0.5.13 wheels from the index, the installed torch)")
+    trees = [corpus.lightning_litgpt(), corpus.torch_tree()]
+    if check_bench.ruff_executable() is None:
+        return [row("real code", "ruff not installed (make bench installs it)", "-", False)]
+    runs = 3 if quick else 5
+    rows = []
+    thresholds = {"lightning-litgpt": 5.0, "torch": 3.0}
+    results = {}
+    for tree in trees:
+        say(f"== {tree.name}: check vs ruff check --select ALL ({runs} pairs each: uncached, cached, after an edit)")
+        result = results[tree.name] = real_bench.bench_tree(tree, runs)
+        say(f"   {result}")
+        name = f"{tree.name} ({result['files']} files)"
+        u, c, e = result["uncached"], result["cached"], result.get("edited")
+        rows.append(row(f"real code, {name}: check --no-cache vs ruff check --select ALL --no-cache",
+                        f"{u['a']:.2f} s vs {u['b']:.2f} s = {u['ratio']:.2f}x", f"<= {thresholds[tree.name]:.0f}x",
+                        u["ratio"] <= thresholds[tree.name]))
+        rows.append(row(f"real code, {name}: cached re-run of the unchanged tree vs ruff's cached run",
+                        f"{c['a']:.2f} s vs {c['b']:.2f} s = {c['ratio']:.2f}x", "<= 2x", c["ratio"] <= 2.0))
+        if e is not None:
+            rows.append(row(f"real code, {name}: cached run after editing `{result['edited_module']}` vs ruff's, same edit",
+                            f"{e['a']:.2f} s vs {e['b']:.2f} s = {e['ratio']:.2f}x", "<= 3x", e["ratio"] <= 3.0))
+        rows.append(row(f"real code, {name}: findings of every run identical ({', '.join(result['compared'])})",
+                        f"{'yes' if result['identical'] else 'NO'} ({result['findings']} findings)", "identical",
+                        result["identical"]))
+        peak = result["peak_rss"] / MB
+        rows.append(row(f"real code, {name}: peak RSS of check --no-cache (largest process)", f"{peak:.0f} MB",
+                        "<= 1024 MB" if tree.name == "torch" else "-", peak <= 1024 if tree.name == "torch" else None))
+    tree = trees[0]
+    say(f"== server on {tree.name}: first diagnostics of a newly opened file, then every file naming Fabric")
+    check_stdout = real_bench.run_process(real_bench.check_command("--no-cache"), tree, check_bench._env())[1]
+    server = real_bench.bench_server(tree, check_stdout)
+    say(f"   {server}")
+    rows.append(row(f"editor, {tree.name} as the workspace folder: first diagnostics of a newly opened "
+                    f"`{real_bench.OPENED_FIRST}` (new server, empty caches)",
+                    f"{server['first']:.2f} s", "<= 1 s", server["first"] <= 1.0))
+    rows.append(row(f"editor, same server: peak RSS after opening every file that names Fabric ({server['opened']} files, "
+                    f"{server['opening']:.1f} s)", f"{server['peak_rss'] / MB:.0f} MB", "<= 500 MB",
+                    server["peak_rss"] <= 500 * MB))
+    rows.append(row("editor, same server: its diagnostics of every opened file equal check's findings",
+                    f"{'yes' if server['agree'] else 'NO'} ({server['diagnostics']} diagnostics, {server['expected']} findings)",
+                    "equal", server["agree"]))
+    return rows
+
+
 def bench_memory(quick: bool) -> list[dict]:
     edits = 600 if quick else 5000
     say(f"== memory: {edits} keystrokes over 20 open files")
@@ -253,13 +303,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer edits and samples")
     parser.add_argument("--record", action="store_true", help="write benchmarks/RESULTS.md")
-    parser.add_argument("--only", choices=("edits", "cold", "check", "memory"), action="append")
+    parser.add_argument("--only", choices=("edits", "cold", "check", "memory", "real"), action="append")
     args = parser.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     header = f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, commit {commit()}, {machine()}"
     started = time.perf_counter()
     rows: list[dict] = []
-    steps = {"edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory}
+    steps = {"edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real}
     for name, step in steps.items():
         if args.only and name not in args.only:
             continue
