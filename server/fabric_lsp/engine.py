@@ -95,7 +95,7 @@ def remember_runs(enabled: bool) -> None:
 
 _programs: dict[tuple, ProgramResult] = {}
 _programs_lock = threading.Lock()
-_MAX_PROGRAMS = 8
+_MAX_PROGRAMS = 32  # an editor's open documents span this many programs before one is solved again
 
 
 def project_files(root: str, config: Config, extra: list[str] = ()) -> list[str]:
