@@ -305,7 +305,7 @@ def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatc
         f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003, FAB004); "
         "using the default",
         f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
-        "exclude, extend-records, hints, max-file-size); using the default",
+        "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks); using the default",
     ]
 
 

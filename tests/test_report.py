@@ -140,8 +140,10 @@ def test_json_has_exactly_the_contract_keys_and_types(findings, project):
     assert isinstance(data, list) and len(data) == 3
     for item in data:
         assert set(item) == {
-            "code", "message", "severity", "filename", "location", "end_location", "url", "noqa_row", "fix", "related"
+            "code", "message", "severity", "filename", "cell", "location", "end_location", "url", "noqa_row", "fix",
+            "related",
         }
+        assert item["cell"] is None  # a Python file (a notebook's cell number: tests/test_notebooks_cli.py)
         assert item["code"] in {"FAB001", "FAB002", "FAB003"}
         assert isinstance(item["message"], str)
         assert item["severity"] in {"error", "warning", "information", "hint"}

@@ -88,21 +88,31 @@ def _internal_error(error: BaseException) -> str:
 
 
 def _read_all(paths: list[str], config: Config) -> tuple[dict[str, str], dict[str, FileResult]]:
+    """The texts of the readable files (a notebook's: its code cells joined), and a result for each
+    file that cannot be read."""
+    texts, results, _ = _read_with_notices(paths, config)
+    return texts, results
+
+
+def _read_with_notices(paths: list[str], config: Config):
     texts: dict[str, str] = {}
     results: dict[str, FileResult] = {}
+    warned: dict[str, Notice] = {}  # read and checked, with something to say (a notebook not fixable)
     for path in paths:
         source, notice = read_source(path, config.max_file_size)
         if source is None:
             results[path] = FileResult(path, notice=notice)
         else:
             texts[path] = source.text
-    return texts, results
+            if notice is not None:
+                warned[path] = notice
+    return texts, results, warned
 
 
 def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> list[FileResult]:
     """Files of one project, analysed together as one program per group of connected files
     (analysis.program); with a plan made earlier, only its groups `numbers`."""
-    texts, results = _read_all(paths, config)
+    texts, results, warned = _read_with_notices(paths, config)
     if texts:
         try:
             from fabric_lsp.analysis import incremental
@@ -112,7 +122,7 @@ def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> 
             notes = tuple(dict.fromkeys(notes))
             for path in texts:
                 results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
-                                           analysis_notices=notes)
+                                           notice=warned.get(path), analysis_notices=notes)
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -191,10 +201,10 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0,
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (token, number) -> (root, program key)
     try:
         for group in groups:
-            texts, unread = _read_all(group, config)
+            texts, unread, warned = _read_with_notices(group, config)
             found.update(unread)
             for path in texts:
-                found[path] = FileResult(path)  # no finding unless a program says otherwise
+                found[path] = FileResult(path, notice=warned.get(path))  # no finding unless a program says otherwise
             if not texts:
                 continue
             absolute = {os.path.abspath(p): t for p, t in texts.items()}
@@ -454,6 +464,9 @@ class FixOutcome:
     messages: list[str] = field(default_factory=list)  # notices and errors for stderr
     failed: bool = False  # a file could not be written
     stale: list[str] = field(default_factory=list)  # files changed since they were checked: not fixed
+    # Notebooks: the JSON text to write, and each changed cell's text before and after (for --diff).
+    notebook_json: dict[str, str] = field(default_factory=dict)
+    cell_changes: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)
 
 
 def fix_findings(
@@ -470,25 +483,30 @@ def fix_findings(
     parse is never written."""
     outcome = FixOutcome()
     selected = [f for f in findings if fixable(f, unsafe_fixes)]
+    unwritable: set[str] = set()  # notebooks read but not written (said once each)
     for path in sorted({edit.path for f in selected for edit in f.fix.edits}):
         source, notice = read_source(path, max_file_size)
-        if notice is not None:
+        if source is None:
             outcome.messages.append(notice.format(cwd))
         elif checked_digests is not None and checked_digests.get(os.path.abspath(path)) != source.digest:
             outcome.stale.append(path)
             outcome.messages.append(f"{display_path(path, cwd)}: changed since it was checked; not fixed")
+        elif source.notebook is not None and not source.notebook.writable:
+            unwritable.add(path)
+            outcome.messages.append(f"{PROG}: notice: {display_path(path, cwd)}: not fixed: {source.notebook.warning}")
         else:
             outcome.originals[path] = source
+    selected = _without_cell_spanning(selected, outcome, cwd)
     texts = {edit.path: None for f in selected for edit in f.fix.edits}
     texts.update({path: source.text for path, source in outcome.originals.items()})
     result = apply_fixes([f.fix for f in selected], texts)
     for index, reason in sorted(result.unavailable.items()):
         finding = selected[index]
-        if any(edit.path in outcome.stale for edit in finding.fix.edits):
+        if any(edit.path in outcome.stale or edit.path in unwritable for edit in finding.fix.edits):
             continue  # said once per file above
         outcome.messages.append(
-            f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
-            f"{finding.span.start.character + 1}: {finding.code} fix not applied: {reason}"
+            f"{PROG}: notice: {_where(finding, cwd)}: "
+            f"{finding.code} fix not applied: {reason}"
         )
     outcome.skipped = len(result.skipped)
     if outcome.skipped:
@@ -504,6 +522,9 @@ def fix_findings(
         else:
             outcome.failed = True
             outcome.messages.append(f"{PROG}: error: {display_path(path, cwd)}: the fixed text would not parse; not fixed")
+    for path in outcome.texts:
+        if outcome.originals[path].notebook is not None:
+            _notebook_result(path, [selected[i] for i in result.applied], outcome)
     applied = [selected[i] for i in result.applied
                if all(e.path in outcome.texts or e.path not in result.texts for e in selected[i].fix.edits)]
     if not write:
@@ -513,7 +534,7 @@ def fix_findings(
     for path in sorted(outcome.texts):
         original = outcome.originals[path]
         try:
-            _write(path, outcome.texts[path], original.encoding, original.digest)
+            _write(path, outcome.notebook_json.get(path, outcome.texts[path]), original.encoding, original.digest)
             outcome.written.append(path)
         except ChangedSinceChecked:
             outcome.stale.append(path)
@@ -527,6 +548,64 @@ def fix_findings(
     ]
     outcome.fixed = len(outcome.fixed_findings)
     return outcome
+
+
+def _where(finding: Finding, cwd: str) -> str:
+    """`path:row:col` of a finding for a notice; `nb.ipynb:cell 3:4:16` in a notebook."""
+    return ReportContext(cwd=cwd, notebooks=_notebooks_of([finding])).where(finding.span.path, finding.span.start)
+
+
+def _notebooks_of(findings: Sequence[Finding]) -> dict[str, object]:
+    from fabric_lsp.report.common import notebook_locators
+
+    return notebook_locators(
+        [f.span.path for f in findings] + [r.span.path for f in findings for r in f.related]
+        + [e.path for f in findings if f.fix is not None for e in f.fix.edits])
+
+
+def _without_cell_spanning(selected: list[Finding], outcome: FixOutcome, cwd: str) -> list[Finding]:
+    """The fixes that edit notebooks cell by cell: an edit across a cell boundary has no place in
+    the notebook's JSON, so its fix is left out (said once)."""
+    from fabric_lsp.notebook import SpansCells, cell_edit
+
+    kept = []
+    for finding in selected:
+        try:
+            for edit in finding.fix.edits:
+                source = outcome.originals.get(edit.path)
+                if source is not None and source.notebook is not None:
+                    cell_edit(source.notebook.joined(), edit.start, edit.end, edit.new_text)
+        except SpansCells as error:
+            outcome.messages.append(
+                f"{PROG}: notice: {_where(finding, cwd)}: "
+                f"{finding.code} fix not applied: {error}")
+            continue
+        kept.append(finding)
+    return kept
+
+
+def _notebook_result(path: str, applied: list[Finding], outcome: FixOutcome) -> None:
+    """The notebook's JSON with the applied fixes' edits made in its cells (every other byte kept)."""
+    from fabric_lsp.notebook import apply_cell_edits, cell_edit
+
+    notebook = outcome.originals[path].notebook
+    joined = notebook.joined()
+    edits: dict[int, list] = {}
+    seen = set()
+    for finding in applied:
+        for edit in finding.fix.edits:
+            key = (edit.start, edit.end, edit.new_text)
+            if edit.path != path or key in seen:
+                continue  # the same edit from two fixes is made once (as edits.apply_fixes does)
+            seen.add(key)
+            mapped = cell_edit(joined, edit.start, edit.end, edit.new_text)
+            edits.setdefault(mapped.number, []).append(mapped)
+    sources = {}
+    for number, cell_edits in edits.items():
+        before = joined.cell(number).text
+        sources[number] = apply_cell_edits(before, cell_edits)
+        outcome.cell_changes.setdefault(path, {})[number] = (before, sources[number])
+    outcome.notebook_json[path] = notebook.updated(sources)
 
 
 def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> int:
@@ -558,7 +637,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     config, problems = _build_config(args, paths)
     for problem in problems:
         _say(problem)
-    files, notices = discover(paths, config.exclude, config.root or cwd)
+    files, notices = discover(paths, config.exclude, config.root or cwd, config.included, config.notebooks)
     chosen = _cache_interpreter(config, cwd)
     cache = None
     if not args.no_cache:
@@ -586,8 +665,8 @@ def _confine(findings: list[Finding], bounds: FixBounds, cwd: str, say: bool) ->
             offered = next((f for f in kept if f.span == finding.span and f.code == finding.code), None)
             instead = (f"; an in-file alternative is offered ({offered.fix.applicability.value}): {offered.fix.title}"
                        if offered is not None and offered.fix else "")
-            _say(f"{PROG}: notice: {display_path(finding.span.path, cwd)}:{finding.span.start.line + 1}:"
-                 f"{finding.span.start.character + 1}: {finding.code} fix would edit {display_path(path, cwd)}: "
+            _say(f"{PROG}: notice: {_where(finding, cwd)}: "
+                 f"{finding.code} fix would edit {display_path(path, cwd)}: "
                  f"{reason}; not fixed{instead}")
     return kept
 
@@ -625,7 +704,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     findings.sort(key=sort_key)
     findings = _confine(findings, bounds, cwd, say=fixing)
 
-    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes)
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings))
     stale = False
     if fixing:
         outcome = fix_findings(
@@ -638,6 +717,10 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         stale = bool(outcome.stale)
         if args.diff:
             for path in sorted(outcome.texts):
+                if path in outcome.cell_changes:  # a notebook: one diff per changed cell, as ruff shows them
+                    for number, (before, after) in sorted(outcome.cell_changes[path].items()):
+                        sys.stdout.write(escape_lines(unified_diff(before, after, f"{display_path(path, cwd)}:cell {number}")))
+                    continue
                 sys.stdout.write(escape_lines(unified_diff(outcome.originals[path].text, outcome.texts[path],
                                                           display_path(path, cwd))))
             sys.stdout.flush()
@@ -668,6 +751,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             findings += _confine([f for r in fresh.values() for f in r.findings], bounds, cwd, say=False)
             findings.sort(key=sort_key)
 
+    context.notebooks = _notebooks_of(findings)  # read again: a fix may have changed a notebook
     sys.stdout.write(render(args.format, findings, context))
     sys.stdout.flush()
     status = exit_status(findings, failed, args.exit_zero)

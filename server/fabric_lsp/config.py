@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from fabric_lsp.findings import Severity
 from fabric_lsp.globs import GlobError, compile_glob
 from fabric_lsp.records.rules_table import RULES
+from fabric_lsp.walk import DEFAULT_INCLUDE
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -54,9 +55,18 @@ class Config:
     # The workspace may choose programs to run (its pyproject `python`, its .venv): only from the
     # user level (user config `trusted`/`trusted-paths`, --trust-workspace), never from the repository.
     trusted: bool = False
+    # Which files a directory walk checks (ruff's `include`/`extend-include`), and whether Jupyter
+    # notebooks are read at all (`notebooks = false`: never, even when named on the command line).
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: tuple[str, ...] = ()
+    notebooks: bool = True
 
     def enabled(self, code: str) -> bool:
         return code in self.select and code not in self.ignore
+
+    @property
+    def included(self) -> tuple[str, ...]:
+        return self.include + self.extend_include
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +162,7 @@ def _directories(base: Path) -> Callable[[Any], tuple[str, ...]]:
     return convert
 
 
-def _exclude_globs(source: str) -> Callable[[Any], Any]:
+def _exclude_globs(source: str, key: str = "exclude") -> Callable[[Any], Any]:
     # Each glob is validated on its own: a bad one is reported and ignored, the others apply.
     def convert(value: Any) -> Any:
         kept = []
@@ -161,7 +171,7 @@ def _exclude_globs(source: str) -> Callable[[Any], Any]:
             try:
                 compile_glob(pattern)
             except GlobError as error:
-                notices.append(f'fabric-lsp: notice: {source}: exclude: "{pattern}": {error}; ignored')
+                notices.append(f'fabric-lsp: notice: {source}: {key}: "{pattern}": {error}; ignored')
                 continue
             kept.append(pattern)
         return _Partial(tuple(kept), tuple(notices)) if notices else tuple(kept)
@@ -205,6 +215,9 @@ _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
     "extend-records": ("extend_records", lambda base, source: _directories(base)),
     "hints": ("hints", lambda base, source: _boolean),
     "max-file-size": ("max_file_size", lambda base, source: _max_file_size(source)),
+    "include": ("include", lambda base, source: _exclude_globs(source, "include")),
+    "extend-include": ("extend_include", lambda base, source: _exclude_globs(source, "extend-include")),
+    "notebooks": ("notebooks", lambda base, source: _boolean),
 }
 KNOWN_KEYS = tuple(_KEYS)
 

@@ -22,6 +22,8 @@ SKIP_DIRS = frozenset(
     {".venv", "venv", "site-packages", "node_modules", "build", "dist", "__pycache__"}
 )
 PYTHON_SUFFIXES = (".py",)
+NOTEBOOK_SUFFIXES = (".ipynb",)
+DEFAULT_INCLUDE = ("*.py", "*.ipynb")  # ruff's default, less what this tool does not read (.pyi, pyproject.toml)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class DecodedFile:
     text: str  # decoded, line endings untouched
     encoding: str  # codec to write it back with ("utf-8-sig" keeps a BOM)
     digest: str = ""  # SHA-256 of the bytes read (a fix is written only over these same bytes)
+    # A Jupyter notebook (fabric_lsp.notebook.NotebookFile): `text` is then its code cells joined,
+    # the unit the analysis reads; fixes are written back into the cells of the JSON.
+    notebook: object | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,14 +76,51 @@ class ExcludeMatcher:
         return any(glob.matches(relative, is_dir) for glob in self._globs)
 
 
-def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None) -> tuple[list[str], list[Notice]]:
-    """Python files to check under `paths`, sorted, without duplicates.
+class IncludeMatcher:
+    """Which files a directory walk picks up: the `include` globs (ruff's `include`; `*.py` and
+    `*.ipynb` by default), without notebooks when `notebooks = false`."""
 
-    Explicit file arguments are always included. Directories are walked recursively, following
-    symbolic links but never a directory twice (so a link loop ends), skipping SKIP_DIRS, hidden
-    directories and the `exclude` globs. A path that does not exist raises FileNotFoundError.
+    def __init__(self, patterns: Iterable[str], root: str | None, notebooks: bool = True) -> None:
+        self.root = os.path.abspath(root or os.getcwd())
+        self.notebooks = notebooks
+        self._suffixes: list[str] = []  # `*.py`-style globs, matched by name without a glob
+        self._globs = []
+        for pattern in patterns:
+            if pattern.startswith("*.") and not any(c in pattern[2:] for c in "*?[/"):
+                self._suffixes.append(pattern[1:])
+                continue
+            try:
+                self._globs.append(compile_glob(pattern))
+            except GlobError:
+                continue  # reported when the config was loaded
+        self._suffix_tuple = tuple(self._suffixes)
+
+    def included(self, path: str, name: str) -> bool:
+        if not self.notebooks and name.endswith(NOTEBOOK_SUFFIXES):
+            return False
+        if name.endswith(self._suffix_tuple):
+            return True
+        if not self._globs:
+            return False
+        relative = os.path.relpath(os.path.abspath(path), self.root)
+        if relative.startswith(".." + os.sep):
+            relative = name
+        relative = relative.replace(os.sep, "/")
+        return any(glob.matches(relative, False) for glob in self._globs)
+
+
+def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None,
+             include: Iterable[str] = DEFAULT_INCLUDE, notebooks: bool = True) -> tuple[list[str], list[Notice]]:
+    """Files to check under `paths` (the `include` globs: Python files and notebooks), sorted,
+    without duplicates.
+
+    Explicit file arguments are always included (a notebook only while notebooks are on).
+    Directories are walked recursively, following symbolic links but never a directory twice (so a
+    link loop ends), skipping SKIP_DIRS, hidden directories and the `exclude` globs. A path that
+    does not exist raises FileNotFoundError.
     """
     matcher = ExcludeMatcher(exclude, root)
+    includes = IncludeMatcher(include, root, notebooks)
     found: dict[str, str] = {}  # real path -> path as reached (first wins)
     notices: list[Notice] = []
 
@@ -93,13 +135,15 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None
         if not os.path.lexists(argument):
             raise FileNotFoundError(argument)
         if os.path.isdir(argument):
-            _walk(os.path.abspath(argument), matcher, add, notices)
+            _walk(os.path.abspath(argument), matcher, includes, add, notices)
+        elif not notebooks and argument.endswith(NOTEBOOK_SUFFIXES):
+            notices.append(Notice(os.path.abspath(argument), "a notebook, and notebooks are off (notebooks = false); skipped"))
         else:
             add(argument)  # even if excluded, non-.py, or a broken link: reading will tell
     return sorted(set(found.values())), notices
 
 
-def _walk(top: str, matcher: ExcludeMatcher, add, notices: list[Notice]) -> None:
+def _walk(top: str, matcher: ExcludeMatcher, includes: IncludeMatcher, add, notices: list[Notice]) -> None:
     # Iterative DFS over real directories; `ancestors` detects links back up the current chain.
     visited: set[tuple[int, int]] = set()
 
@@ -146,7 +190,7 @@ def _walk(top: str, matcher: ExcludeMatcher, add, notices: list[Notice]) -> None
                 visited.add(child_id)
                 subdirs.append((path, ancestors + (child_id,)))
                 continue
-            if not entry.name.endswith(PYTHON_SUFFIXES) or matcher.excluded(path, False):
+            if not includes.included(path, entry.name) or matcher.excluded(path, False):
                 continue
             if entry.is_symlink() and not os.path.exists(path):
                 try:
@@ -185,7 +229,25 @@ def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | 
         return None, Notice(path, _os_reason(error))
     if len(data) > max_size:  # grew, or a special file that reports size 0
         return None, Notice(path, f"file is larger than max-file-size (> {max_size} bytes)")
+    if path.endswith(NOTEBOOK_SUFFIXES):
+        return decode_notebook(path, data)
     return decode_source(path, data)
+
+
+def decode_notebook(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | None]:
+    """A notebook as its joined code cells (fabric_lsp.notebook). A notebook that is read but cannot
+    be fixed (a cell's `source` is a string) comes with a Notice too."""
+    from fabric_lsp.notebook import NotebookError, read_notebook
+
+    try:
+        notebook = read_notebook(path, data)
+    except NotebookError as error:
+        return None, Notice(path, str(error))
+    joined = notebook.joined()
+    encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    decoded = DecodedFile(path=path, text=joined.text, encoding=encoding, digest=hashlib.sha256(data).hexdigest(),
+                          notebook=notebook)
+    return decoded, (Notice(path, notebook.warning) if notebook.warning else None)
 
 
 def decode_source(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | None]:

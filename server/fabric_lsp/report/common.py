@@ -17,6 +17,9 @@ class ReportContext:
     fix_mode: bool = False  # --fix ran: `fixed` findings were fixed, the rest remain
     fixed: int = 0
     records: object | None = None  # a fabric_lsp.records.RecordSet; loaded on first use
+    # Notebooks among the reported files (absolute path -> notebook.NotebookLocator): their findings'
+    # positions are in the joined code cells and are shown by cell.
+    notebooks: dict[str, object] = field(default_factory=dict)
 
     def record_set(self):
         if self.records is None:
@@ -34,6 +37,37 @@ class ReportContext:
 
     def display(self, path: str) -> str:
         return display_path(path, self.cwd)
+
+    def cell(self, path: str, position: Position) -> tuple[int | None, Position]:
+        """(cell number, position in the cell) in a notebook; (None, position) in a Python file."""
+        locator = self.notebooks.get(os.path.abspath(path))
+        return locator.cell_position(position) if locator is not None else (None, position)
+
+    def file_position(self, path: str, position: Position) -> Position:
+        """Where the position is in the file as stored (a notebook's JSON text)."""
+        locator = self.notebooks.get(os.path.abspath(path))
+        return locator.file_position(position) if locator is not None else position
+
+    def where(self, path: str, position: Position) -> str:
+        """`train.py:14:13`, or `nb.ipynb:cell 3:4:16` (ruff's form) in a notebook."""
+        number, inside = self.cell(path, position)
+        row, col = row_col(inside)
+        cell = f"cell {number}:" if number is not None else ""
+        return f"{self.display(path)}:{cell}{row}:{col}"
+
+
+def notebook_locators(paths) -> dict[str, object]:
+    """NotebookLocators of the notebooks among `paths` (read again from disk)."""
+    from fabric_lsp.notebook import NotebookError, NotebookLocator, is_notebook_path, read_notebook
+
+    found = {}
+    for path in sorted({os.path.abspath(p) for p in paths if is_notebook_path(p)}):
+        try:
+            with open(path, "rb") as handle:
+                found[path] = NotebookLocator(read_notebook(path, handle.read()))
+        except (OSError, NotebookError):
+            continue
+    return found
 
 
 def row_col(position: Position) -> tuple[int, int]:

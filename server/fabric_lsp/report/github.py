@@ -3,6 +3,9 @@
     ::error file=train.py,line=14,col=13,endLine=14,endColumn=21,title=FAB001::message
 
 error -> `::error`, warning -> `::warning`, information and hint -> `::notice`.
+
+In a notebook, `line`/`col` are those of the .ipynb file's JSON text holding the finding's character
+(what a pull request's diff of the file shows), and the message starts with `cell 3:4:16:`.
 """
 
 from __future__ import annotations
@@ -32,8 +35,12 @@ def _escape_property(text: str) -> str:
 
 
 def format_finding(finding: Finding, context: ReportContext) -> str:
-    row, col = row_col(finding.span.start)
-    end_row, end_col = row_col(finding.span.end)
+    row, col = row_col(context.file_position(finding.span.path, finding.span.start))
+    end_row, end_col = row_col(context.file_position(finding.span.path, finding.span.end))
+    if (end_row, end_col) < (row, col):
+        end_row, end_col = row, col
+    cell, inside = context.cell(finding.span.path, finding.span.start)
+    prefix = f"cell {cell}:{inside.line + 1}:{inside.character + 1}: " if cell is not None else ""
     properties = ",".join(
         f"{key}={_escape_property(str(value))}"
         for key, value in (
@@ -45,7 +52,7 @@ def format_finding(finding: Finding, context: ReportContext) -> str:
             ("title", finding.code),
         )
     )
-    return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(finding.message)}"
+    return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(prefix + finding.message)}"
 
 
 def render_github(findings: Sequence[Finding], context: ReportContext) -> str:

@@ -2,6 +2,11 @@
 locations and fixes). Columns are Unicode code points (`columnKind: unicodeCodePoints`), matching
 our positions. Files below the current directory are given relative to `%SRCROOT%` (what GitHub
 code scanning expects), others as absolute file URIs.
+
+A finding in a notebook is placed where GitHub and other SARIF viewers can show it: at the line and
+column of the .ipynb file's JSON text that hold that character of the cell's source; its cell and
+the position inside the cell are in the result's `properties` (`cell`, `cellLine`, `cellColumn`) and
+at the end of its message ("(cell 3, line 4)").
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def _artifact(path: str, context: ReportContext) -> dict[str, Any]:
 
 
 def _region(start: Position, end: Position) -> dict[str, int]:
+    if end < start:
+        end = start
     return {
         "startLine": start.line + 1,
         "startColumn": start.character + 1,
@@ -46,7 +53,8 @@ def _region(start: Position, end: Position) -> dict[str, int]:
 
 
 def _physical(path: str, start: Position, end: Position, context: ReportContext) -> dict[str, Any]:
-    return {"artifactLocation": _artifact(path, context), "region": _region(start, end)}
+    region = _region(context.file_position(path, start), context.file_position(path, end))
+    return {"artifactLocation": _artifact(path, context), "region": region}
 
 
 def _rules(context: ReportContext) -> list[dict[str, Any]]:
@@ -77,6 +85,10 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
         "locations": [{"physicalLocation": _physical(finding.span.path, finding.span.start, finding.span.end, context)}],
         "properties": {"severity": finding.severity.value},
     }
+    cell, inside = context.cell(finding.span.path, finding.span.start)
+    if cell is not None:
+        result["message"]["text"] += f" (cell {cell}, line {inside.line + 1})"
+        result["properties"].update(cell=cell, cellLine=inside.line + 1, cellColumn=inside.character + 1)
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     if finding.related:
@@ -90,6 +102,8 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
         ]
     if finding.fix is not None:
         changes: dict[str, list[dict[str, Any]]] = {}
+        if any(os.path.abspath(edit.path) in context.notebooks for edit in finding.fix.edits):
+            return result  # a cell edit is no replacement of the .ipynb's bytes: `check --fix` applies it
         for edit in finding.fix.edits:
             changes.setdefault(edit.path, []).append(
                 {"deletedRegion": _region(edit.start, edit.end), "insertedContent": {"text": edit.new_text}}

@@ -4,6 +4,8 @@
       note: train.py:9:9: the model is set up here
       help: Mark `generate` as a forward method after `fabric.setup()`
 
+In a notebook the place is given by cell, as ruff does: `nb.ipynb:cell 3:4:16: FAB001 ...`.
+
 `[*]` marks a finding `--fix` would fix (safe fixes; unsafe ones too with `--unsafe-fixes`).
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from fabric_lsp.findings import Finding, Severity
-from fabric_lsp.report.common import ReportContext, fixable, hidden_unsafe, row_col
+from fabric_lsp.report.common import ReportContext, fixable, hidden_unsafe
 from fabric_lsp.report.escape import escape_controls as _safe
 
 
@@ -21,15 +23,13 @@ def _plural(count: int, word: str) -> str:
 
 
 def format_finding(finding: Finding, context: ReportContext) -> str:
-    row, col = row_col(finding.span.start)
     mark = " [*]" if fixable(finding, context.unsafe_fixes) else ""
     lines = [
-        f"{_safe(context.display(finding.span.path))}:{row}:{col}: {finding.code}{mark} "
+        f"{_safe(context.where(finding.span.path, finding.span.start))}: {finding.code}{mark} "
         f"{finding.severity.value}: {_safe(finding.message)}"
     ]
     for related in finding.related:
-        r_row, r_col = row_col(related.span.start)
-        lines.append(f"  note: {_safe(context.display(related.span.path))}:{r_row}:{r_col}: {_safe(related.message)}")
+        lines.append(f"  note: {_safe(context.where(related.span.path, related.span.start))}: {_safe(related.message)}")
     if finding.fix is not None:
         lines.append(f"  help: {_safe(finding.fix.title)}")
     return "\n".join(lines)

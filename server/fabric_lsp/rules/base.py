@@ -10,7 +10,8 @@ from typing import Callable, Iterable
 
 from fabric_lsp.analysis import ProgramFacts, WrappedPath
 from fabric_lsp.analysis.values import SINGLE, UNKNOWN_STRATEGY, WRAPPING, Strategy
-from fabric_lsp.findings import Finding, Severity
+from fabric_lsp.findings import Finding, Position, Severity
+from fabric_lsp.notebook import is_notebook_path, layout_of
 from fabric_lsp.records.rules_table import rule_by_code
 
 
@@ -58,11 +59,18 @@ def strongest_path(paths: list[WrappedPath]) -> WrappedPath:
 
 
 def where(facts: ProgramFacts, path: str, node) -> str:
-    """`train.py:41` for a message (relative to the program's root)."""
+    """`train.py:41` for a message (relative to the program's root); `nb.ipynb:cell 2:4` in a notebook."""
     import os
 
     relative = os.path.relpath(path, facts.program.root) if path.startswith(facts.program.root) else path
-    return f"{relative}:{getattr(node, 'lineno', 0)}"
+    line = getattr(node, "lineno", 0)
+    if is_notebook_path(path):  # its text is the joined cells: name the cell, as reports do
+        source = facts.program.sources.get(path)
+        layout = layout_of(source.text) if source is not None else None
+        found = layout.to_cell(Position(line - 1, 0)) if layout is not None and line else None
+        if found is not None:
+            return f"{relative}:cell {found[0].number}:{found[1].line + 1}"
+    return f"{relative}:{line}"
 
 
 def record_id(code: str) -> str:

@@ -1,0 +1,523 @@
+"""Jupyter notebooks as one Python text, the way the kernel runs them.
+
+The code cells are joined in order into one analysis unit (a cell defines what a later cell uses,
+as in the kernel). IPython syntax that is not Python (line magics `%x`, shell escapes `!x`, help
+`x?`, cell magics `%%x`) is neutralised without moving anything: every character keeps its line and
+column, so a finding in the joined text maps straight back to its cell. Cells are separated by one
+empty line, which belongs to no cell: an edit inserted there ("after the last line of cell 2") goes to
+the end of the cell before it, an edit at the first line of a cell to that cell.
+
+`read_notebook` reads an `.ipynb` file (nbformat 4); `join_cells` is shared with the language server,
+which receives the cells' texts from the client. `NotebookFile.updated` writes changed cells back
+into the original JSON text, leaving every other byte as it was (indentation, key order, escapes,
+trailing newline, outputs and metadata).
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import json
+import re
+import threading
+import tokenize
+from dataclasses import dataclass, field
+
+from fabric_lsp.findings import Position
+
+NOTEBOOK_SUFFIXES = (".ipynb",)
+
+# Cell magics whose body is Python that the kernel runs (the body is analysed; the magic line is not).
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+PYTHON_LANGUAGES = frozenset({"python", "python3", "ipython", "ipython3"})
+
+_ASSIGNED_MAGIC = re.compile(r"^(\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)([!%])")
+_HELP = re.compile(r"^\s*(\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
+
+
+def is_notebook_path(path: str) -> bool:
+    return path.endswith(NOTEBOOK_SUFFIXES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Neutralising IPython syntax
+
+
+def neutralise(text: str) -> str:
+    """`text` (one cell) with IPython-only syntax turned into Python of the same shape: a magic or
+    shell line becomes `0#...` (an expression and a comment, so a block holding only it still
+    parses), a line continuing it a comment, a non-Python cell magic's whole cell comments."""
+    lines = text.split("\n")
+    first = lines[0].lstrip() if lines else ""
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if name in PYTHON_CELL_MAGICS:
+            lines[0] = _commented(lines[0])
+            return _neutralise_lines(lines, 1)
+        return "\n".join(_commented(line) for line in lines)
+    return _neutralise_lines(lines, 0)
+
+
+def _commented(line: str) -> str:
+    stripped = len(line) - len(line.lstrip())
+    return line if stripped == len(line) else line[:stripped] + "#" + line[stripped + 1:]
+
+
+def _as_expression(line: str, at: int) -> str:
+    """The magic starting at column `at` replaced by `0#` and the rest of its characters."""
+    rest = line[at:]
+    return line[:at] + ("0#" + rest[2:] if len(rest) >= 2 else "0")
+
+
+def _neutralise_lines(lines: list[str], start: int) -> str:
+    original = list(lines)
+    changed: set[int] = set()
+    continued = False
+    for number in range(start, len(lines)):
+        line = lines[number]
+        if continued:
+            lines[number] = _commented(line) if line.strip() else line
+            changed.add(number)
+            continued = line.endswith("\\")
+            continue
+        stripped = line.lstrip()
+        at = len(line) - len(stripped)
+        if stripped[:1] in ("%", "!"):
+            lines[number] = _as_expression(line, at)
+        elif (match := _ASSIGNED_MAGIC.match(line)) is not None:
+            lines[number] = _as_expression(line, match.end(1))
+        elif _HELP.match(line):
+            lines[number] = _as_expression(line, at)
+        else:
+            continue
+        changed.add(number)
+        continued = line.endswith("\\")
+    if not changed:
+        return "\n".join(lines)
+    # A line inside a multi-line string is text, not a magic: put those back.
+    inside = _string_interior_lines("\n".join(lines))
+    for number in changed & inside:
+        lines[number] = original[number]
+    return "\n".join(lines)
+
+
+def _string_interior_lines(text: str) -> set[int]:
+    """0-based lines that lie inside a multi-line string token (after its first line)."""
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0], token.end[0]))  # 1-based start+1 .. end, as 0-based
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Joining cells
+
+
+@dataclass(frozen=True)
+class CellSpan:
+    number: int  # 1-based position of the cell in the notebook, every kind of cell counted (ruff's)
+    first_line: int  # 0-based line of the joined text where the cell starts
+    line_count: int  # lines of the cell (a last line without newline counts)
+    text: str  # the cell's text as given (magics and all)
+
+
+@dataclass(frozen=True)
+class JoinedCells:
+    """The analysis unit of a notebook: the neutralised code cells joined, and where each cell is."""
+
+    text: str
+    cells: tuple[CellSpan, ...]
+    _starts: tuple[int, ...] = field(default=(), compare=False, repr=False)
+
+    def cell_at(self, line: int) -> tuple[CellSpan, bool] | None:
+        """The cell holding joined `line` (0-based), and whether the line is the separator after it."""
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index < 0:
+            return None
+        cell = self.cells[index]
+        if line < cell.first_line + cell.line_count:
+            return cell, False
+        if line == cell.first_line + cell.line_count:
+            return cell, True
+        return None
+
+    def to_cell(self, position: Position) -> tuple[CellSpan, Position] | None:
+        """Joined position -> (cell, position in the cell). The separator line after a cell maps to
+        the end of that cell."""
+        found = self.cell_at(position.line)
+        if found is None:
+            return None
+        cell, separator = found
+        if separator:
+            lines = cell.text.split("\n")
+            return cell, Position(len(lines) - 1, len(lines[-1]))
+        return cell, Position(position.line - cell.first_line, position.character)
+
+    def to_joined(self, number: int, position: Position) -> Position | None:
+        for cell in self.cells:
+            if cell.number == number:
+                return Position(cell.first_line + position.line, position.character)
+        return None
+
+    def cell(self, number: int) -> CellSpan | None:
+        return next((cell for cell in self.cells if cell.number == number), None)
+
+
+def join_cells(cells: list[tuple[int, str]]) -> JoinedCells:
+    """(cell number, cell text) of the code cells, in order -> the joined, neutralised text."""
+    parts: list[str] = []
+    spans: list[CellSpan] = []
+    line = 0
+    for number, text in cells:
+        body = neutralise(text)
+        if body.endswith("\n"):
+            body = body[:-1]
+        count = body.count("\n") + 1
+        spans.append(CellSpan(number, line, count, text))
+        parts.append(body + "\n\n")  # the cell's last line ends; then the separator line
+        line += count + 1
+    joined = JoinedCells("".join(parts), tuple(spans), tuple(span.first_line for span in spans))
+    with _layouts_lock:
+        _layouts[joined.text] = joined
+        while len(_layouts) > _MAX_LAYOUTS:
+            _layouts.pop(next(iter(_layouts)))
+    return joined
+
+
+# The cells of the joined texts made lately, by text: a rule's message that names a place in a
+# notebook ("wrapped at nb.ipynb:cell 2:4") finds the cells of the text it analysed.
+_layouts: dict[str, JoinedCells] = {}
+_layouts_lock = threading.Lock()
+_MAX_LAYOUTS = 64
+
+
+def layout_of(text: str) -> JoinedCells | None:
+    with _layouts_lock:
+        return _layouts.get(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Edits
+
+
+@dataclass(frozen=True)
+class CellEdit:
+    number: int
+    start: Position  # in the cell
+    end: Position
+    new_text: str
+
+
+class SpansCells(ValueError):
+    """An edit that starts in one cell and ends in another: not applied."""
+
+
+def cell_edit(joined: JoinedCells, start: Position, end: Position, new_text: str) -> CellEdit:
+    """A joined-text edit as an edit of one cell. An insertion on the separator line after a cell is
+    appended to that cell (on a new line when the cell's text does not end with one)."""
+    begin = joined.to_cell(start)
+    finish = joined.to_cell(end)
+    if begin is None or finish is None or begin[0].number != finish[0].number:
+        raise SpansCells(f"the edit spans cells ({start.line + 1} -> {end.line + 1} of the joined text)")
+    cell, cell_start = begin
+    separator = joined.cell_at(start.line)[1]
+    if separator and start == end and new_text:
+        ends_with_newline = cell.text.endswith("\n")
+        if not ends_with_newline:
+            new_text = "\n" + (new_text[:-1] if new_text.endswith("\n") else new_text)
+    return CellEdit(cell.number, cell_start, finish[1], new_text)
+
+
+def apply_cell_edits(text: str, edits: list[CellEdit]) -> str:
+    """Apply non-overlapping edits of one cell (positions in characters)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(position: Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        return starts[position.line] + min(position.character, len(lines[position.line]))
+
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[: offset(edit.start)] + edit.new_text + text[offset(edit.end):]
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# .ipynb files
+
+
+class NotebookError(ValueError):
+    """Why a file is not a notebook this tool can read (one line, for a notice)."""
+
+
+@dataclass(frozen=True)
+class RawCell:
+    index: int  # 0-based among all cells
+    kind: str  # "code", "markdown", "raw"
+    source: str  # joined
+    source_span: tuple[int, int]  # offsets of the `source` value in the JSON text
+    source_is_list: bool
+    python: bool  # analysed (a code cell of a Python notebook, not tagged with another language)
+
+
+@dataclass(frozen=True)
+class NotebookFile:
+    path: str
+    json_text: str
+    cells: tuple[RawCell, ...]
+    python: bool  # the notebook's language is Python (or not stated)
+    writable: bool  # every code cell's source is a list of lines, as Jupyter writes it
+    warning: str | None = None  # read, but said once (e.g. a string source: checked, not fixed)
+
+    def joined(self) -> JoinedCells:
+        return join_cells([(cell.index + 1, cell.source) for cell in self.cells if cell.python])
+
+    def updated(self, sources: dict[int, str]) -> str:
+        """The JSON text with the cells `sources` (cell number -> new text) replaced and nothing
+        else changed."""
+        text = self.json_text
+        style = _list_style(text, self.cells)
+        for cell in sorted(self.cells, key=lambda c: c.source_span, reverse=True):
+            number = cell.index + 1
+            if number not in sources or sources[number] == cell.source:
+                continue
+            start, end = cell.source_span
+            text = text[:start] + _source_json(sources[number], text[start:end], style) + text[end:]
+        return text
+
+
+def read_notebook(path: str, data: bytes) -> NotebookFile:
+    """Parse an .ipynb file; NotebookError (one line) when it is not a notebook we can read."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"not a notebook: not UTF-8 (invalid byte at offset {error.start})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"not a notebook: invalid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+    except RecursionError:
+        raise NotebookError("not a notebook: JSON nested too deeply") from None
+    if not isinstance(document, dict) or "cells" not in document:
+        if isinstance(document, dict) and "worksheets" in document:
+            raise NotebookError(f"nbformat {document.get('nbformat', 3)} notebook (only nbformat 4 is read; "
+                                "convert it with `jupyter nbconvert --to notebook`)")
+        raise NotebookError("not a notebook: no `cells` list")
+    nbformat = document.get("nbformat")
+    if nbformat != 4:
+        raise NotebookError(f"nbformat {nbformat!r} notebook (only nbformat 4 is read)")
+    cells = document["cells"]
+    if not isinstance(cells, list):
+        raise NotebookError("not a notebook: `cells` is not a list")
+    spans = _source_spans(text)
+    if len(spans) != len(cells):  # pragma: no cover - the scanner and json disagree
+        raise NotebookError("not a notebook: cells could not be located")
+    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    language = _notebook_language(metadata)
+    python = language is None or language in PYTHON_LANGUAGES
+    raw_cells = []
+    writable = True
+    warning = None
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise NotebookError(f"cell {index + 1} is not a cell (no `cell_type`)")
+        if "source" not in cell or spans[index] is None:
+            raise NotebookError(f"cell {index + 1} has no `source`")
+        source = cell["source"]
+        if isinstance(source, str):
+            is_list = False
+            joined = source
+        elif isinstance(source, list) and all(isinstance(line, str) for line in source):
+            is_list = True
+            joined = "".join(source)
+        else:
+            raise NotebookError(f"cell {index + 1}: `source` is neither a list of lines nor a string")
+        kind = cell["cell_type"]
+        cell_language = _cell_language(cell)
+        analysed = kind == "code" and python and (cell_language is None or cell_language in PYTHON_LANGUAGES)
+        if analysed and not is_list:
+            writable = False
+            warning = warning or (f"cell {index + 1}: `source` is a string, not a list of lines (Jupyter writes "
+                                  "lists): checked, but no fix is written to this notebook")
+        raw_cells.append(RawCell(index, kind, joined, spans[index], is_list, analysed))
+    return NotebookFile(path, text, tuple(raw_cells), python, writable, warning)
+
+
+def _notebook_language(metadata: dict) -> str | None:
+    for key, field_name in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(key)
+        if isinstance(value, dict) and isinstance(value.get(field_name), str):
+            return value[field_name].lower()
+    return None
+
+
+def _cell_language(cell: dict) -> str | None:
+    metadata = cell.get("metadata")
+    if isinstance(metadata, dict):
+        vscode = metadata.get("vscode")
+        if isinstance(vscode, dict) and isinstance(vscode.get("languageId"), str):
+            return vscode["languageId"].lower()
+    return None
+
+
+# The JSON scanner: where each cell's `source` value is in the text (json gives values, not places).
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_decoder = json.JSONDecoder()
+
+
+def _skip(text: str, at: int) -> int:
+    return _WHITESPACE.match(text, at).end()
+
+
+def _source_spans(text: str) -> list[tuple[int, int] | None]:
+    at = _skip(text, 0)
+    spans: list[tuple[int, int] | None] = []
+    for key, value_start, value_end in _members(text, at):
+        if key == "cells" and text[value_start] == "[":
+            for cell_start, _ in _elements(text, value_start):
+                span = None
+                if text[cell_start] == "{":
+                    for cell_key, start, end in _members(text, cell_start):
+                        if cell_key == "source":
+                            span = (start, end)
+                spans.append(span)
+    return spans
+
+
+def _members(text: str, at: int):
+    """(key, value start, value end) of the object starting at `at`."""
+    at = _skip(text, at + 1)
+    if text[at] == "}":
+        return
+    while True:
+        key, at = json.decoder.scanstring(text, at + 1)
+        at = _skip(text, at)
+        at = _skip(text, at + 1)  # the colon
+        _, end = _decoder.raw_decode(text, at)
+        yield key, at, end
+        at = _skip(text, end)
+        if text[at] == "}":
+            return
+        at = _skip(text, at + 1)  # the comma
+
+
+def _elements(text: str, at: int):
+    at = _skip(text, at + 1)
+    if text[at] == "]":
+        return
+    while True:
+        _, end = _decoder.raw_decode(text, at)
+        yield at, end
+        at = _skip(text, end)
+        if text[at] == "]":
+            return
+        at = _skip(text, at + 1)
+
+
+def _lines(source: str) -> list[str]:
+    """Jupyter's lines: split after each "\n" only (not at "\r" or form feeds)."""
+    parts = source.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+@dataclass(frozen=True)
+class _ListStyle:
+    opening: str  # between "[" and the first line, e.g. "\n    "
+    closing: str  # between the last line and "]", e.g. "\n   "
+    ascii_only: bool
+
+
+def _list_style(text: str, cells) -> _ListStyle:
+    opening, closing = "\n    ", "\n   "  # Jupyter's (indent=1), for a notebook without any non-empty list
+    for cell in cells:
+        start, end = cell.source_span
+        value = text[start:end]
+        if cell.source_is_list and value != "[]":
+            first = _skip(value, 1)
+            last = len(value.rstrip("]").rstrip(" \t\n\r"))
+            opening, closing = value[1:first], value[last:-1]
+            break
+    ascii_only = text.isascii() and "\\u" in text
+    return _ListStyle(opening, closing, ascii_only)
+
+
+def _source_json(source: str, original: str, style: _ListStyle) -> str:
+    if not original.startswith("["):
+        return json.dumps(source, ensure_ascii=style.ascii_only)
+    lines = _lines(source)
+    if not lines:
+        return "[]"
+    if original != "[]":
+        first = _skip(original, 1)
+        last = len(original.rstrip("]").rstrip(" \t\n\r"))
+        opening, closing = original[1:first], original[last:-1]
+    else:
+        opening, closing = style.opening, style.closing
+    separator = "," + opening
+    return "[" + opening + separator.join(json.dumps(line, ensure_ascii=style.ascii_only) for line in lines) + closing + "]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a finding is, for reports
+
+
+class NotebookLocator:
+    """Positions of a notebook's joined text as (cell number, position in the cell), and as a place
+    in the .ipynb file itself (for consumers that show the raw file: SARIF, GitHub annotations)."""
+
+    def __init__(self, notebook: NotebookFile) -> None:
+        self.notebook = notebook
+        self.joined = notebook.joined()
+        self._line_starts: list[int] | None = None
+        self._elements: dict[int, list[int]] = {}
+
+    def cell_position(self, position: Position) -> tuple[int | None, Position]:
+        found = self.joined.to_cell(position)
+        if found is None:
+            return None, position
+        return found[0].number, found[1]
+
+    def file_position(self, position: Position) -> Position:
+        """The place in the JSON text of the character at joined `position`: the line holding that
+        source line's string, the column of the character inside it (escapes counted)."""
+        number, inside = self.cell_position(position)
+        if number is None:
+            return Position(0, 0)
+        cell = self.notebook.cells[number - 1]
+        text = self.notebook.json_text
+        start, _ = cell.source_span
+        lines = _lines(cell.source)
+        ascii_only = text.isascii() and "\\u" in text
+        if cell.source_is_list:
+            offsets = self._element_offsets(number - 1, start)
+            if not offsets:
+                return self._position_of(start)
+            index = min(inside.line, len(offsets) - 1)
+            line_text = lines[index] if index < len(lines) else ""
+            prefix = line_text[: inside.character]
+            return self._position_of(offsets[index] + 1 + len(json.dumps(prefix, ensure_ascii=ascii_only)) - 2)
+        before = "".join(lines[: inside.line]) + (lines[inside.line][: inside.character] if inside.line < len(lines) else "")
+        return self._position_of(start + 1 + len(json.dumps(before, ensure_ascii=ascii_only)) - 2)
+
+    def _element_offsets(self, index: int, start: int) -> list[int]:
+        if index not in self._elements:
+            self._elements[index] = [at for at, _ in _elements(self.notebook.json_text, start)]
+        return self._elements[index]
+
+    def _position_of(self, offset: int) -> Position:
+        if self._line_starts is None:
+            starts = [0]
+            for at, char in enumerate(self.notebook.json_text):
+                if char == "\n":
+                    starts.append(at + 1)
+            self._line_starts = starts
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return Position(line, offset - self._line_starts[line])
