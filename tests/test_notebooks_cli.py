@@ -330,3 +330,24 @@ def test_cached_run_gives_the_same_notebook_findings(project):
     second = run("check", "--format", "json", ".", cwd=project)
     assert (project / ".fabric-lsp-cache").is_dir()
     assert first.stdout == second.stdout and json.loads(first.stdout)
+
+
+def test_large_outputs_do_not_count_against_max_file_size(project):
+    path = fab001_notebook(project)
+    document = json.loads(path.read_text())
+    document["cells"][1]["outputs"] = [{"data": {"image/png": "iVBORw0KGgo" * 300_000}, "metadata": {},
+                                        "output_type": "display_data"}]  # 3.3 MB of plot
+    path.write_text(json.dumps(document, indent=1))
+    assert path.stat().st_size > 3 * 1024 * 1024
+    assert run("check", ".", cwd=project).stdout.startswith("nb.ipynb:cell 4:2:16: FAB001")
+    assert run("check", "--fix", ".", cwd=project).returncode == 0
+    assert 'model.mark_forward_method("generate")' in "".join(json.loads(path.read_text())["cells"][2]["source"])
+
+
+def test_code_cells_larger_than_max_file_size_are_not_read(project):
+    (project / "pyproject.toml").write_text("[project]\nname = 'nb'\n\n[tool.fabric-lsp]\nmax-file-size = 2000\n")
+    (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", SETUP), ("code", CALL + "\n" + "# pad\n" * 300)))
+    completed = run("check", ".", cwd=project)
+    assert completed.stderr.strip() == ("fabric-lsp: notice: nb.ipynb: the notebook's code cells are larger than "
+                                        "max-file-size (> 2000 bytes)")
+    assert completed.stdout.strip() == "All checks passed!"

@@ -45,7 +45,7 @@ from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
 from fabric_lsp.report.escape import escape_lines
-from fabric_lsp.walk import DecodedFile, Notice, discover, display_path, read_source
+from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
 PROG = "fabric-lsp"
 # Below this many files, starting worker processes (each importing jedi) costs more than it saves.
@@ -420,8 +420,9 @@ def file_digest(path: str, max_size: int) -> str | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return None
-        data = handle.read(max_size + 1)
-    return hashlib.sha256(data).hexdigest() if len(data) <= max_size else None
+        limit = byte_limit(path, max_size)
+        data = handle.read(limit + 1)
+    return hashlib.sha256(data).hexdigest() if len(data) <= limit else None
 
 
 def _write(path: str, text: str, encoding: str, expected_digest: str) -> None:

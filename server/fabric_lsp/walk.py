@@ -214,8 +214,19 @@ def _os_reason(error: OSError) -> str:
     return f"cannot read: {error.strerror or error}"
 
 
+# A notebook's outputs (plots, tables) make it large while its code stays small: `max-file-size`
+# applies to its code cells, and the file itself may be this large (reading it is one JSON parse).
+NOTEBOOK_MAX_BYTES = 32 * 1024 * 1024
+
+
+def byte_limit(path: str, max_size: int) -> int:
+    """How many bytes of `path` may be read: `max_size`, or NOTEBOOK_MAX_BYTES for a notebook."""
+    return max(max_size, NOTEBOOK_MAX_BYTES) if path.endswith(NOTEBOOK_SUFFIXES) else max_size
+
+
 def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | None]:
-    """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8)."""
+    """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8), or a notebook's code."""
+    code_size, max_size = max_size, byte_limit(path, max_size)
     try:
         # O_NONBLOCK: opening a FIFO named *.py would otherwise wait forever for a writer.
         with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
@@ -230,7 +241,10 @@ def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | 
     if len(data) > max_size:  # grew, or a special file that reports size 0
         return None, Notice(path, f"file is larger than max-file-size (> {max_size} bytes)")
     if path.endswith(NOTEBOOK_SUFFIXES):
-        return decode_notebook(path, data)
+        decoded, notice = decode_notebook(path, data)
+        if decoded is not None and len(decoded.text.encode("utf-8", "surrogatepass")) > code_size:
+            return None, Notice(path, f"the notebook's code cells are larger than max-file-size (> {code_size} bytes)")
+        return decoded, notice
     return decode_source(path, data)
 
 
