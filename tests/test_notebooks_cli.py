@@ -88,6 +88,12 @@ def fab001_notebook(folder: Path, name: str = "nb.ipynb", **dump) -> Path:
     ("%pip install torch", "0#ip install torch"),
     ("!nvidia-smi", "0#vidia-smi"),
     ("%ls", "0#s"),
+    ("%time y = model.generate(x)", "0;    y = model.generate(x)"),
+    ("%timeit -n 3 -r1 f()", "0;               f()"),
+    ("%time for i in x: f(i)", "0#ime for i in x: f(i)"),
+    ("pip install torch", "0#p install torch"),
+    ("ls = 3", "ls = 3"),
+    ('print("%d"\n      % x)', 'print("%d"\n      % x)'),
     ("!", "0"),
     ("files = !ls -la", "files = 0#s -la"),
     ("a, b = %sx echo", "a, b = 0#x echo"),
@@ -108,7 +114,7 @@ def test_ipython_syntax_is_neutralised_in_place(cell, expected):
 
 def test_cells_join_with_a_separator_line_that_belongs_to_the_cell_before():
     joined = join_cells([(2, "import torch\n"), (4, "%time y = 1\nz = y")])
-    assert joined.text == "import torch\n\n0#ime y = 1\nz = y\n\n"
+    assert joined.text == "import torch\n\n0;    y = 1\nz = y\n\n"  # `%time stmt` runs stmt
     assert joined.to_cell(Position(3, 2)) == (joined.cell(4), Position(1, 2))
     assert joined.to_joined(4, Position(1, 2)) == Position(3, 2)
     # "After the last line of cell 2" is the separator line: the edit goes to the end of cell 2.
@@ -351,3 +357,40 @@ def test_code_cells_larger_than_max_file_size_are_not_read(project):
     assert completed.stderr.strip() == ("fabric-lsp: notice: nb.ipynb: the notebook's code cells are larger than "
                                         "max-file-size (> 2000 bytes)")
     assert completed.stdout.strip() == "All checks passed!"
+
+
+# ------------------------------------------------------------------------------------ found on real notebooks
+
+
+def test_percent_and_bang_inside_brackets_are_python(project):
+    (project / "nb.ipynb").write_text(notebook(
+        ("code", MODEL), ("code", 'print("step %d"\n      % 3)\nok = (3\n      != 2)'), ("code", SETUP), ("code", CALL)))
+    assert run("check", ".", cwd=project).stdout.startswith("nb.ipynb:cell 4:2:16: FAB001")
+
+
+def test_a_statement_timed_with_a_magic_is_analysed(project):
+    (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", SETUP),
+                                               ("code", "x = torch.randn(2, 4)\n%timeit -n 3 model.generate(x)")))
+    assert run("check", ".", cwd=project).stdout.startswith("nb.ipynb:cell 3:2:20: FAB001")
+
+
+def test_automagic_lines_are_not_python(project):
+    (project / "nb.ipynb").write_text(notebook(("code", "pip install lightning\ncd /tmp\n" + MODEL), ("code", SETUP),
+                                               ("code", CALL)))
+    assert run("check", ".", cwd=project).stdout.startswith("nb.ipynb:cell 3:2:16: FAB001")
+
+
+def test_a_cell_that_does_not_parse_is_left_out_and_the_rest_analysed(project):
+    (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", "lr = ???  # exercise: fill in"),
+                                               ("code", SETUP), ("code", CALL)))
+    completed = run("check", ".", cwd=project)
+    assert completed.stdout.startswith("nb.ipynb:cell 4:2:16: FAB001")
+    assert completed.stderr.strip() == ("fabric-lsp: notice: nb.ipynb: left out, as they do not parse on their own: "
+                                        "cell 2: invalid syntax (line 1)")
+
+
+def test_every_file_that_does_not_parse_is_reported(project):
+    (project / "a.py").write_text("from lightning.fabric import Fabric\nx = (\n")
+    (project / "b.py").write_text("from lightning.fabric import Fabric\ny = ]\n")
+    notices = [line for line in run("check", "--no-cache", ".", cwd=project).stderr.splitlines() if "not analysed" in line]
+    assert [line.split(":")[2].strip() for line in notices] == ["a.py", "b.py"]

@@ -165,8 +165,13 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
     """The findings of a program, solved once per state of its files: checking its files one by
     one (the CLI, an editor's open documents) solves it once; only the latest state of each
     program is kept, with the runs the next solve can replay."""
-    group = _group_key(program.root, workspace, program.sources)
+    # The plan's group, not the parsed sources: programs none of whose files parse all had the key
+    # () and shared the first one's result (only the first syntax error of a run was reported).
+    files = plan.groups[number] if plan is not None else sorted(program.sources)
+    group = _group_key(program.root, workspace, files)
     key = tuple(id(source) for _, source in sorted(program.sources.items()))
+    if plan is not None:  # a file that did not parse has no source: its entry (its text) tells states apart
+        key += tuple(id(plan.entries[path]) for path in files if path not in program.sources)
     with _programs_lock:
         known = _programs.get(group)
         if known is not None and known.key == key:

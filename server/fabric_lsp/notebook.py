@@ -15,12 +15,11 @@ trailing newline, outputs and metadata).
 
 from __future__ import annotations
 
+import ast
 import bisect
-import io
 import json
 import re
 import threading
-import tokenize
 from dataclasses import dataclass, field
 
 from fabric_lsp.findings import Position
@@ -70,47 +69,129 @@ def _as_expression(line: str, at: int) -> str:
 
 
 def _neutralise_lines(lines: list[str], start: int) -> str:
-    original = list(lines)
-    changed: set[int] = set()
-    continued = False
+    """IPython rewrites escapes only where a logical line starts (never inside brackets, a string or
+    after a backslash): `print("%d"\n      % x)` is Python. The lines are scanned for that state."""
+    scanner = _LogicalLines()
+    continued = False  # the previous line was a magic ending with a backslash
     for number in range(start, len(lines)):
         line = lines[number]
         if continued:
             lines[number] = _commented(line) if line.strip() else line
-            changed.add(number)
             continued = line.endswith("\\")
             continue
-        stripped = line.lstrip()
-        at = len(line) - len(stripped)
-        if stripped[:1] in ("%", "!"):
-            lines[number] = _as_expression(line, at)
-        elif (match := _ASSIGNED_MAGIC.match(line)) is not None:
-            lines[number] = _as_expression(line, match.end(1))
-        elif _HELP.match(line):
-            lines[number] = _as_expression(line, at)
-        else:
-            continue
-        changed.add(number)
-        continued = line.endswith("\\")
-    if not changed:
-        return "\n".join(lines)
-    # A line inside a multi-line string is text, not a magic: put those back.
-    inside = _string_interior_lines("\n".join(lines))
-    for number in changed & inside:
-        lines[number] = original[number]
+        if scanner.at_start:
+            replaced = _escape_replaced(line)
+            if replaced is not None:
+                lines[number] = replaced
+                continued = line.endswith("\\")
+                continue
+        scanner.feed(line)
     return "\n".join(lines)
 
 
-def _string_interior_lines(text: str) -> set[int]:
-    """0-based lines that lie inside a multi-line string token (after its first line)."""
-    inside: set[int] = set()
+# Line magics whose argument is a statement the kernel runs (`%time x = model.generate(...)`).
+_STATEMENT_MAGICS = re.compile(r"^%(?:time|timeit)(?:\s+-[a-z]+(?:\s*\d+)?)*\s+(?=\S)")
+# Automagic: IPython runs `pip install x`, `cd dir` as magics when the line is not Python.
+_AUTOMAGICS = frozenset({
+    "pip", "conda", "mamba", "cd", "ls", "cat", "mkdir", "rmdir", "rm", "cp", "mv", "env", "set_env", "load_ext",
+    "reload_ext", "matplotlib", "autoreload", "run", "who", "whos", "reset", "history", "less", "more", "man",
+    "clear", "alias", "config", "pushd", "popd", "bookmark", "store", "writefile", "pwd", "dhist",
+})
+
+
+def _escape_replaced(line: str) -> str | None:
+    """The line with its IPython escape neutralised, or None when it is Python."""
+    stripped = line.lstrip()
+    at = len(line) - len(stripped)
+    if stripped[:1] == "%":
+        statement = _STATEMENT_MAGICS.match(stripped)
+        if statement is not None:  # `%time x = f()` -> `0;    x = f()`: the statement is analysed
+            width = statement.end()
+            rewritten = line[:at] + "0;" + " " * (width - 2) + stripped[width:]
+            if _parses(rewritten.strip()):
+                return rewritten
+        return _as_expression(line, at)
+    if stripped[:1] == "!":
+        return _as_expression(line, at)
+    match = _ASSIGNED_MAGIC.match(line)
+    if match is not None:
+        return _as_expression(line, match.end(1))
+    if _HELP.match(line):
+        return _as_expression(line, at)
+    # Automagic: a magic's name, then its arguments, on a line that is whole (no bracket left open:
+    # `run = neptune.init_run(` starts a call) and is not Python.
+    word = stripped.split(None, 1)[0] if stripped else ""
+    rest = stripped[len(word):].lstrip()
+    if word in _AUTOMAGICS and rest and not rest.startswith("=") and stripped[len(word)].isspace():
+        whole = _LogicalLines()
+        whole.feed(line)
+        if whole.at_start and not _parses(stripped):
+            return _as_expression(line, at)
+    return None
+
+
+def _syntax_problem(text: str) -> str | None:
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                inside.update(range(token.start[0], token.end[0]))  # 1-based start+1 .. end, as 0-based
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return inside
+        ast.parse(text)
+    except SyntaxError as error:
+        return f"{error.msg} (line {error.lineno})" if error.lineno else str(error.msg)
+    except (ValueError, MemoryError, RecursionError) as error:
+        return type(error).__name__
+    return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+class _LogicalLines:
+    """Feeds physical lines; `at_start` tells whether the next one starts a logical line (not
+    inside brackets, a string, or after a backslash)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote: str | None = None  # the open string's delimiter (' " \'\'\' or \"\"\")
+        self.backslash = False
+
+    @property
+    def at_start(self) -> bool:
+        return self.depth == 0 and self.quote is None and not self.backslash
+
+    def feed(self, line: str) -> None:
+        self.backslash = False
+        index, size = 0, len(line)
+        while index < size:
+            char = line[index]
+            if self.quote is not None:
+                if char == "\\":
+                    index += 2
+                    continue
+                if line.startswith(self.quote, index):
+                    index += len(self.quote)
+                    self.quote = None
+                    continue
+                index += 1
+                continue
+            if char == "#":
+                return
+            if char in "'\"":
+                triple = char * 3
+                self.quote = triple if line.startswith(triple, index) else char
+                index += len(self.quote)
+                continue
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif char == "\\" and index == size - 1:
+                self.backslash = True
+            index += 1
+        if self.quote is not None and len(self.quote) == 1 and not line.endswith("\\"):
+            self.quote = None  # an unterminated one-line string ends with its line (a syntax error)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +213,9 @@ class JoinedCells:
     text: str
     cells: tuple[CellSpan, ...]
     _starts: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    # Cells left out because they do not parse on their own (the kernel compiles each cell alone and
+    # fails only that one): "cell 5: invalid syntax (line 2)".
+    left_out: tuple[str, ...] = ()
 
     def cell_at(self, line: int) -> tuple[CellSpan, bool] | None:
         """The cell holding joined `line` (0-based), and whether the line is the separator after it."""
@@ -171,16 +255,21 @@ def join_cells(cells: list[tuple[int, str]]) -> JoinedCells:
     """(cell number, cell text) of the code cells, in order -> the joined, neutralised text."""
     parts: list[str] = []
     spans: list[CellSpan] = []
+    left_out: list[str] = []
     line = 0
     for number, text in cells:
         body = neutralise(text)
+        problem = _syntax_problem(body)
+        if problem is not None:
+            left_out.append(f"cell {number}: {problem}")
+            body = "\n".join(_commented(row) for row in body.split("\n"))
         if body.endswith("\n"):
             body = body[:-1]
         count = body.count("\n") + 1
         spans.append(CellSpan(number, line, count, text))
         parts.append(body + "\n\n")  # the cell's last line ends; then the separator line
         line += count + 1
-    joined = JoinedCells("".join(parts), tuple(spans), tuple(span.first_line for span in spans))
+    joined = JoinedCells("".join(parts), tuple(spans), tuple(span.first_line for span in spans), tuple(left_out))
     with _layouts_lock:
         _layouts[joined.text] = joined
         while len(_layouts) > _MAX_LAYOUTS:

@@ -261,7 +261,10 @@ def decode_notebook(path: str, data: bytes) -> tuple[DecodedFile | None, Notice 
     encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     decoded = DecodedFile(path=path, text=joined.text, encoding=encoding, digest=hashlib.sha256(data).hexdigest(),
                           notebook=notebook)
-    return decoded, (Notice(path, notebook.warning) if notebook.warning else None)
+    said = [notebook.warning] if notebook.warning else []
+    if joined.left_out:  # as the kernel, which fails only those cells
+        said.append("left out, as they do not parse on their own: " + "; ".join(joined.left_out))
+    return decoded, (Notice(path, "; ".join(said)) if said else None)
 
 
 def decode_source(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | None]:

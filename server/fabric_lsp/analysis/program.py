@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -31,6 +32,8 @@ from fabric_lsp.analysis.project import (
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
+from fabric_lsp.findings import Position
+from fabric_lsp.notebook import is_notebook_path, layout_of
 from fabric_lsp.walk import SKIP_DIRS, ExcludeMatcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -441,6 +444,19 @@ class Program:
         return self.sources.get(path) or self.external_source(path)
 
 
+def _in_cells(path: str, text: str, message: str) -> str:
+    """A syntax error's "line N" of a notebook's joined cells as "cell C, line L"."""
+    layout = layout_of(text) if is_notebook_path(path) else None
+    if layout is None:
+        return message
+
+    def cell_line(match: re.Match) -> str:
+        found = layout.to_cell(Position(int(match.group(1)) - 1, 0))
+        return f"cell {found[0].number}, line {found[1].line + 1}" if found else match.group(0)
+
+    return re.sub(r"line (\d+)", cell_line, message)
+
+
 MAX_WALKED_FILES = 20000
 _walks_lock = threading.Lock()
 _walks: dict[tuple, tuple[list[str], list[tuple[str, int]]]] = {}
@@ -618,7 +634,7 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
         # The checked files are parsed as the engine's own (analysis.incremental: in-place shifts).
         source = parse_text(path, entry.text, checked=path in checked_set)
         if source.tree is None:
-            notices.append(f"{path}: not analysed: {source.syntax_error}")
+            notices.append(f"{path}: not analysed: {_in_cells(path, entry.text, source.syntax_error)}")
             continue
         if source.newer_syntax:
             notices.append(f"{path}: {source.newer_syntax}")
