@@ -6,6 +6,11 @@ skipped).
 The quick fixes come from the diagnostics' `data` (no re-analysis). When the client can resolve
 code actions (`resolveSupport` for `edit`), the actions go out without their edit and carry what
 `codeAction/resolve` needs; fix-all then computes its edit only when resolved.
+
+On a notebook cell the same actions work on the notebook (the analysis unit): a quick fix may edit
+another cell, and fix-all fixes the whole notebook, asked for as `source.fixAll` or, as VS Code does
+for `notebook.codeActionsOnSave`, `notebook.source.fixAll` (kind `notebook.source.fixAll.fabric-lsp`,
+as ruff names its own). Edits carry the versions of the cells the analysis read.
 """
 
 from __future__ import annotations
@@ -17,17 +22,50 @@ from lsprotocol import types
 from fabric_lsp.edits import apply_fixes
 from fabric_lsp.findings import Applicability, Finding
 from fabric_lsp.lsp.convert import SOURCE, ClientFeatures, TextSource, fix_payload, our_data, range_from_json
-from fabric_lsp.lsp.documents import AnalysisResult, Document
+from fabric_lsp.lsp.documents import AnalysisResult, Document, NotebookDocument
 
 FIX_ALL_KIND = "source.fixAll.fabric-lsp"
+NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.fabric-lsp"
 FIX_ALL_TITLE = "fabric-lsp: Fix all auto-fixable problems"
-KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND]
+KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND]
 
 
 def kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
     if only is None:
         return True
     return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+
+def fix_all_kind(doc: Document, only: Sequence[str] | None) -> str | None:
+    """The fix-all kind to answer with: `source.fixAll` first (ruff's order), the notebook kind only
+    for a notebook and only when asked for by name."""
+    if kind_wanted(FIX_ALL_KIND, only):
+        return FIX_ALL_KIND
+    if isinstance(doc, NotebookDocument) and only is not None and kind_wanted(NOTEBOOK_FIX_ALL_KIND, only):
+        return NOTEBOOK_FIX_ALL_KIND
+    return None
+
+
+def analysed_versions(doc: Document) -> dict[str, int | None]:
+    """URI -> the version its last analysis read: the document's own, or each analysed cell's."""
+    result = doc.result
+    if result is None:
+        return {}
+    if isinstance(doc, NotebookDocument):
+        return {uri: part.version for uri, part in result.cells.items()}
+    return {doc.uri: result.version}
+
+
+def _known_diagnostics(doc: Document, uri: str) -> tuple[list[types.Diagnostic], int | None] | None:
+    """The diagnostics the last analysis gave `uri` (the document, or a cell of the notebook) and
+    the version they are for."""
+    result = doc.result
+    if result is None:
+        return None
+    if isinstance(doc, NotebookDocument):
+        part = result.cells.get(uri)
+        return (part.diagnostics, part.version) if part is not None else None
+    return result.diagnostics, result.version
 
 
 def workspace_edit(
@@ -62,20 +100,24 @@ def _same_range(a: types.Range, b: types.Range) -> bool:
     )
 
 
-def diagnostic_data(diagnostic: types.Diagnostic, doc: Document) -> tuple[dict[str, Any], int | None] | None:
+def diagnostic_data(
+    diagnostic: types.Diagnostic, doc: Document, uri: str | None = None
+) -> tuple[dict[str, Any], int | None] | None:
     """The diagnostic's data and the document version its edits are for: the version of the last
     analysis, which must have produced this same diagnostic (else it is stale and gets no action).
-    For a client that drops `data`, the data of the equal diagnostic (code and range) is used."""
-    result = doc.result
-    if result is None or diagnostic.source != SOURCE:
+    For a client that drops `data`, the data of the equal diagnostic (code and range) is used.
+    `uri`: the cell the diagnostic is in, for a notebook."""
+    found = _known_diagnostics(doc, uri or doc.uri)
+    if found is None or diagnostic.source != SOURCE:
         return None
+    diagnostics, version = found
     data = our_data(diagnostic)
-    for known in result.diagnostics:
+    for known in diagnostics:
         known_data = our_data(known)
         if known_data is None or known.code != diagnostic.code or not _same_range(known.range, diagnostic.range):
             continue
         if data is None or data == known_data:
-            return known_data, result.version
+            return known_data, version
     return None
 
 
@@ -90,10 +132,10 @@ def code_actions(
     if kind_wanted(types.CodeActionKind.QuickFix, only):
         seen: set[tuple[str, str]] = set()
         for diagnostic in params.context.diagnostics:
-            found = diagnostic_data(diagnostic, doc)
+            found = diagnostic_data(diagnostic, doc, params.text_document.uri)
             if found is None:
                 continue
-            data, version = found
+            data, _ = found
             fix = data.get("fix")
             if fix and ("fix", repr(fix)) not in seen:
                 seen.add(("fix", repr(fix)))
@@ -106,7 +148,6 @@ def code_actions(
                         features=features,
                         versions=versions,
                         doc=doc,
-                        version=version,
                     )
                 )
             noqa = data.get("noqa")
@@ -121,11 +162,11 @@ def code_actions(
                         features=features,
                         versions=versions,
                         doc=doc,
-                        version=version,
                     )
                 )
-    if kind_wanted(FIX_ALL_KIND, only) and doc.result is not None and _safe_fixes(doc.result):
-        action = types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND)
+    kind = fix_all_kind(doc, only)
+    if kind is not None and doc.result is not None and _safe_fixes(doc.result):
+        action = types.CodeAction(title=FIX_ALL_TITLE, kind=kind)
         fix_all_data = {"source": SOURCE, "action": "fixAll", "uri": doc.uri, "version": doc.result.version}
         if features.resolve_edit:
             action.data = fix_all_data
@@ -144,7 +185,6 @@ def _action(
     features: ClientFeatures,
     versions: Callable[[str], int | None],
     doc: Document,
-    version: int | None,
 ) -> types.CodeAction:
     action = types.CodeAction(
         title=title,
@@ -152,8 +192,8 @@ def _action(
         diagnostics=[diagnostic],
         is_preferred=preferred or None,
     )
-    # The version the edits were computed for: the client refuses them if its text moved on.
-    version_of = {doc.uri: version}
+    # The versions the edits were computed for: the client refuses them if its text moved on.
+    version_of = analysed_versions(doc)
     edit_versions = {edit["uri"]: version_of.get(edit["uri"], versions(edit["uri"])) for edit in edits}
     if features.resolve_edit:
         action.data = {"source": SOURCE, "action": "edits", "edits": list(edits), "versions": edit_versions}
@@ -178,7 +218,8 @@ def fix_all_edit(
     if result is None:
         return None
     findings = _safe_fixes(result)
-    texts = TextSource(doc.analysis_path, doc.uri, result.text, open_texts or {}, open_uris or {})
+    cells = {uri: part.text for uri, part in result.cells.items()}
+    texts = TextSource(doc.analysis_path, doc.uri, result.text, open_texts or {}, open_uris or {}, cells=cells)
     paths = {edit.path for f in findings for edit in f.fix.edits}
     applied = apply_fixes([f.fix for f in findings], {path: texts.text(path) for path in paths})
     edits: list[dict[str, Any]] = []
@@ -194,9 +235,8 @@ def fix_all_edit(
                 edits.append(edit)
     if not edits:
         return None
-    edit_versions = {
-        edit["uri"]: (result.version if edit["uri"] == doc.uri else versions(edit["uri"])) for edit in edits
-    }
+    version_of = analysed_versions(doc)
+    edit_versions = {edit["uri"]: version_of.get(edit["uri"], versions(edit["uri"])) for edit in edits}
     return workspace_edit(edits, edit_versions, features)
 
 

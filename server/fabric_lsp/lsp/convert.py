@@ -59,15 +59,33 @@ class ClientFeatures:
 
 class TextSource:
     """Text and URI of the files a finding mentions: the analysed snapshot, open documents
-    (by path), else the file on disk."""
+    (by path), else the file on disk. A notebook's findings name its cells by their URIs
+    (cells.py): `cells` holds their texts (URI -> text) and `labels` how a message names them."""
 
-    def __init__(self, path: str, uri: str, text: str, open_texts: Mapping[str, str], open_uris: Mapping[str, str]):
+    def __init__(
+        self,
+        path: str,
+        uri: str,
+        text: str,
+        open_texts: Mapping[str, str],
+        open_uris: Mapping[str, str],
+        cells: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ):
         self.path = path
         self.uri_of_path = dict(open_uris)
+        self._texts: dict[str, str | None] = {}
+        for cell_uri, cell_text in (cells or {}).items():
+            self.uri_of_path[cell_uri] = cell_uri
+            self._texts[cell_uri] = cell_text
         self.uri_of_path[path] = uri
-        self._texts: dict[str, str | None] = {path: text}
+        self._texts[path] = text
+        self._labels = labels or {}
         self._open_texts = open_texts
         self._indexes: dict[str, LineIndex | None] = {}
+
+    def label(self, path: str) -> str:
+        return self._labels.get(path) or os.path.basename(path)
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:
@@ -159,7 +177,7 @@ def noqa_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str
 def _folded_message(finding: Finding, texts: TextSource) -> str:
     lines = [finding.message]
     for related in finding.related:
-        where = os.path.basename(related.span.path)
+        where = texts.label(related.span.path)
         start = related.span.start
         lines.append(f"{where}:{start.line + 1}:{start.character + 1}: {related.message}")
     return "\n".join(lines)

@@ -7,6 +7,10 @@ Python break only at \\n, \\r\\n and \\r.
 `generation` counts every reason to analyse the document again: its own edits and changes of other
 files or settings it may depend on. An analysis result is kept only if the generation it was started
 for is still current; otherwise it is stale and dropped.
+
+A notebook is one analysis unit (`NotebookDocument`): its Python code cells joined in order
+(fabric_lsp.notebook.join_cells), analysed under the notebook's path, its findings then mapped back
+to the cells (cells.py). Its cells' text documents are kept here too, never analysed on their own.
 """
 
 from __future__ import annotations
@@ -17,17 +21,39 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
+from pygls.uris import to_fs_path, uri_scheme
 
 from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.positions import LineIndex
+from fabric_lsp.notebook import NOTEBOOK_SUFFIXES, PYTHON_LANGUAGES, JoinedCells, join_cells
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# A notebook cell's text document (VS Code's scheme): part of a notebook, never a file of its own.
+NOTEBOOK_CELL_SCHEMES = ("vscode-notebook-cell",)
+
+
+def is_cell_uri(uri: str) -> bool:
+    return uri_scheme(uri) in NOTEBOOK_CELL_SCHEMES
+
+
+def safe_name(uri: str, fallback: str) -> str:
+    """The last part of a URI as a file name (untitled buffers)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in uri.rsplit("/", 1)[-1]) or fallback
 
 
 def uri_to_path(uri: str) -> str | None:
     path = to_fs_path(uri)
     return os.path.abspath(path) if path else None
+
+
+@dataclass
+class CellResult:
+    """What a notebook's analysis holds for one of its cells."""
+
+    version: int | None  # the cell document's version the analysis read
+    text: str
+    diagnostics: list[types.Diagnostic]
+    result_id: str
 
 
 @dataclass
@@ -42,6 +68,17 @@ class AnalysisResult:
     # The files of the programs the document took part in (its own included): the documents to
     # re-analyse when one of them changes. Empty: it takes part in none (cheap to re-check).
     files: frozenset[str] = frozenset()
+    # A notebook's analysed cells by URI; its `findings` are then in cell coordinates, each with
+    # the cell's URI as its path (cells.py), and `diagnostics` are every cell's.
+    cells: dict[str, CellResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NotebookSnapshot:
+    joined: JoinedCells
+    uris: dict[int, str]  # cell number -> cell URI
+    versions: dict[str, int | None]  # cell URI -> its version
+    name: str  # the notebook's file name, for messages ("nb.ipynb")
 
 
 @dataclass
@@ -53,6 +90,7 @@ class Snapshot:
     version: int | None
     text: str
     generation: int
+    notebook: NotebookSnapshot | None = None
 
 
 @dataclass(eq=False)
@@ -68,6 +106,7 @@ class Document:
     not_before: float = 0.0  # event-loop time before which a dependent re-analysis waits
     runner: asyncio.Task[None] | None = None  # the task analysing this document, while it runs
     waiters: list[asyncio.Future[Any]] = field(default_factory=list)
+    cell: bool = False  # a notebook cell's text document: kept in sync, never analysed on its own
     _index: LineIndex | None = field(default=None, repr=False)
 
     @property
@@ -78,6 +117,8 @@ class Document:
 
     @property
     def is_python(self) -> bool:
+        if self.cell:
+            return False
         if self.language_id == "python":
             return True
         return bool(self.path and self.path.endswith(PYTHON_SUFFIXES))
@@ -87,7 +128,7 @@ class Document:
         """The path the engine is told: untitled buffers get one in the current directory."""
         if self.path:
             return self.path
-        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.uri.rsplit("/", 1)[-1]) or "untitled"
+        name = safe_name(self.uri, "untitled")
         return os.path.join(os.getcwd(), name if name.endswith(".py") else name + ".py")
 
     def snapshot(self) -> Snapshot:
@@ -115,3 +156,61 @@ class Document:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+@dataclass(eq=False)
+class Cell:
+    number: int  # 1-based position among the notebook's cells the client sent
+    uri: str
+    kind: types.NotebookCellKind
+
+
+@dataclass(eq=False)
+class NotebookDocument(Document):
+    """A notebook: the analysis unit. `text` is its joined code cells (joined again when a cell
+    changes); `cells` is the order the client sent, `cell_docs` their text documents."""
+
+    cells: list[Cell] = field(default_factory=list)
+    cell_docs: dict[str, Document] = field(default_factory=dict)
+    # cell URI -> (result id, version) of the diagnostics last published for it (push)
+    published: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    joined: JoinedCells | None = None
+
+    @property
+    def is_python(self) -> bool:
+        return True
+
+    @property
+    def analysis_path(self) -> str:
+        if self.path:
+            return self.path
+        name = safe_name(self.uri, "untitled")
+        return os.path.join(os.getcwd(), name if name.endswith(NOTEBOOK_SUFFIXES) else name + ".ipynb")
+
+    def analysed_cells(self) -> list[tuple[Cell, Document]]:
+        """The code cells whose text document is Python, in order."""
+        found = []
+        for cell in self.cells:
+            doc = self.cell_docs.get(cell.uri)
+            if doc is not None and cell.kind == types.NotebookCellKind.Code and (
+                doc.language_id.lower() in PYTHON_LANGUAGES
+            ):
+                found.append((cell, doc))
+        return found
+
+    def changed(self) -> None:
+        """A cell's text or the cells changed: join them again before the next analysis."""
+        self.joined = None
+
+    def snapshot(self) -> Snapshot:
+        analysed = self.analysed_cells()
+        if self.joined is None:
+            self.joined = join_cells([(cell.number, doc.text) for cell, doc in analysed])
+            self.text = self.joined.text
+        notebook = NotebookSnapshot(
+            joined=self.joined,
+            uris={cell.number: cell.uri for cell, _ in analysed},
+            versions={cell.uri: doc.version for cell, doc in analysed},
+            name=os.path.basename(self.analysis_path),
+        )
+        return Snapshot(self.uri, self.analysis_path, self.version, self.text, self.generation, notebook)

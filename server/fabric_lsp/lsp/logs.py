@@ -18,7 +18,7 @@ from lsprotocol import types
 from fabric_lsp.report.escape import escape_controls
 
 if TYPE_CHECKING:
-    from fabric_lsp.lsp.server import FabricLanguageServer
+    from fabric_lsp.lsp.session import FabricLanguageServer
 
 LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 _MESSAGE_TYPES = (

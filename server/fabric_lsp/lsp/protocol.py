@@ -16,7 +16,9 @@ It also drops the finished futures pygls 2.1 keeps for every notification (a lea
 params; see `_forget_finished_futures`).
 
 The server also keeps open documents itself (see documents.py), so pygls' document handlers only
-pass the notifications on.
+pass the notifications on. For notebooks pygls keeps the structure (the cells and their order): a
+notification it cannot file (a change for a notebook it does not know) is logged and still reaches
+the server's handler, which keeps the cells' text itself.
 """
 
 from __future__ import annotations
@@ -85,6 +87,31 @@ class FabricProtocol(LanguageServerProtocol):
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+    # -- notebooks: pygls keeps their structure, the server their cells' text -------------------
+    def _file_notebook(self, method: str, update: Any, params: Any) -> None:
+        try:
+            update(params)
+        except Exception as error:
+            log.warning("%s: pygls could not file it: %s: %s", method, type(error).__name__, error)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def lsp_notebook_document__did_open(self, params: types.DidOpenNotebookDocumentParams):
+        self._file_notebook(types.NOTEBOOK_DOCUMENT_DID_OPEN, self.workspace.put_notebook_document, params)
+        if (handler := self.fm.features.get(types.NOTEBOOK_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(self, params: types.DidChangeNotebookDocumentParams):
+        self._file_notebook(types.NOTEBOOK_DOCUMENT_DID_CHANGE, self.workspace.update_notebook_document, params)
+        if (handler := self.fm.features.get(types.NOTEBOOK_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def lsp_notebook_document__did_close(self, params: types.DidCloseNotebookDocumentParams):
+        self._file_notebook(types.NOTEBOOK_DOCUMENT_DID_CLOSE, self.workspace.remove_notebook_document, params)
+        if (handler := self.fm.features.get(types.NOTEBOOK_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
 
     # -- messages -------------------------------------------------------------------------------

@@ -13,11 +13,14 @@ Bodies go to `protocol.receive` as decoded JSON (or the parse error), which answ
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import re
 import threading
 from typing import Any, Awaitable, Protocol
+
+from lsprotocol import types
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -119,3 +122,17 @@ async def read_first_frame(reader: AsyncReader) -> tuple[Any, str | None] | None
         else:
             return None
     return None
+
+
+def authenticated_initialize(payload: Any, token: str) -> dict[str, Any] | None:
+    """The `initialize` request without its token when it carries the right one, else None. The token
+    is removed so that it is neither read as a setting nor logged."""
+    if not isinstance(payload, dict) or payload.get("method") != types.INITIALIZE:
+        return None
+    params = payload.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    given = options.get("token") if isinstance(options, dict) else None
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+        return None
+    options = {key: value for key, value in options.items() if key != "token"}
+    return {**payload, "params": {**params, "initializationOptions": options}}

@@ -1,0 +1,91 @@
+"""workspace/executeCommand: `fabric-lsp.explain` (a rule, record or runtime error message ->
+the record) and `fabric-lsp.recheck` (settings read again, every open document checked again)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any, Mapping
+
+from lsprotocol import types
+
+from fabric_lsp.lsp.session import FabricLanguageServer
+from fabric_lsp.records import render_markdown, render_text, rule_by_code
+from fabric_lsp.report.escape import escape_controls
+
+log = logging.getLogger("fabric_lsp.lsp")
+
+EXPLAIN_COMMAND = "fabric-lsp.explain"
+RECHECK_COMMAND = "fabric-lsp.recheck"
+
+
+async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] | None:
+    """Explain a rule code/name, a record id or a runtime error message: returns the record
+    rendered as Markdown and as plain text, and shows the plain text with window/showMessage."""
+    try:
+        query = arguments[0] if arguments else None
+        if isinstance(query, Mapping):
+            query = query.get("query") or query.get("code") or query.get("message")
+        if not isinstance(query, str) or not query.strip():
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"{EXPLAIN_COMMAND}: give a rule code or an error message",
+                )
+            )
+            return None
+        query = query.strip()
+        config, _ = ls.config_for(os.path.join(ls.root_path or os.getcwd(), "__explain__.py"))
+        records = ls.records_for(config)
+        rule = rule_by_code(query)
+        record = records.by_code(query) if rule else records.by_id(query)
+        context = None
+        if record is None:
+            match = records.match_message(query)
+            if match is not None:
+                record, context = match.record, match.context
+        if record is None:
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning, message=f"fabric-lsp: no rule or record matches {query[:200]!r}"
+                )
+            )
+            return None
+        code = rule.code if rule else record.code
+        plaintext = render_text(record, context=context, code=code)
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=escape_controls(plaintext, keep="\n"))
+        )
+        return {
+            "code": code,
+            "record": record.id,
+            "url": record.github_url,
+            "context": context or {},
+            "markdown": render_markdown(record, context=context, code=code),
+            "plaintext": plaintext,
+        }
+    except Exception:
+        log.exception("%s failed", EXPLAIN_COMMAND)
+        return None
+
+
+async def recheck(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] | None:
+    """Re-read the settings and re-check every open document; returns when their diagnostics are
+    out (or after a timeout)."""
+    try:
+        await ls.reload_settings()
+        docs = [doc for doc in ls.units() if doc.is_python]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(ls.current_result(doc) for doc in docs)), 60)
+        except asyncio.TimeoutError:
+            log.warning("%s: timed out waiting for the analyses", RECHECK_COMMAND)
+        return {"rechecked": len(docs), "findings": sum(len(d.result.findings) for d in docs if d.result)}
+    except Exception:
+        log.exception("%s failed", RECHECK_COMMAND)
+        return None
+
+
+def register(server: FabricLanguageServer) -> None:
+    server.command(EXPLAIN_COMMAND)(explain)
+    server.command(RECHECK_COMMAND)(recheck)

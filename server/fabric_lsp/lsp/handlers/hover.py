@@ -1,0 +1,46 @@
+"""textDocument/hover: the record of the finding (or `# noqa` code) under the cursor (hover.py), in a
+document or a notebook cell."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from fabric_lsp.lsp.documents import NotebookDocument
+from fabric_lsp.lsp.handlers.guard import guarded
+from fabric_lsp.lsp.hover import hover as hover_at
+from fabric_lsp.lsp.session import FabricLanguageServer
+
+
+@guarded()
+async def hover(ls: FabricLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    found = ls.unit_of(params.text_document.uri)
+    if found is None or not found[0].is_python:
+        return None
+    doc, uri = found
+    result = await ls.settled_result(doc, timeout=2.0)
+    if isinstance(doc, NotebookDocument):
+        cell = doc.cell_docs.get(uri)
+        if cell is None:
+            return None
+        part = result.cells.get(uri) if result is not None else None
+        # the findings hold for the text the analysis read: the cell's as it is now
+        findings = result.findings if part is not None and part.text == cell.text else ()
+        path, index = uri, cell.index  # a notebook's findings name their cell by its URI (cells.py)
+    else:
+        findings = result.findings if result is not None and result.text == doc.text else ()
+        path, index = doc.analysis_path, doc.index
+    config, _ = ls.config_for(doc.analysis_path)
+    records = ls.records_for(config)
+    return hover_at(
+        findings,
+        path,
+        index,
+        params.position,
+        ls.features.encoding,
+        records,
+        ls.features.markdown_hover,
+    )
+
+
+def register(server: FabricLanguageServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_HOVER)(hover)
