@@ -10,6 +10,10 @@ against the command-line checker run on the same fixture and the knowledge-base 
 The tools come from `make test` (`.tools/`, Chromium from apt, `vscode-client/node_modules`); without
 them the tests are skipped, unless FABRIC_LSP_REQUIRE_VSCODE=1 (set by `make test`), where a missing
 tool is a failure. Screenshots of every step go to `artifacts/vscode/`.
+
+A second session opens a Jupyter notebook (code-server's built-in notebook editor, no kernel) and checks
+the cell's squiggle, hover, quick fix, the saved `.ipynb` and fix all on save against `check` and `check --fix`
+on the same notebook; its screenshots go to `artifacts/vscode/notebook/`.
 """
 
 from __future__ import annotations
@@ -148,6 +152,9 @@ def test_vsix_holds_the_extension_and_the_current_server(vsix: Path) -> None:
             assert bundled == source.read_bytes(), f"{relative} in the .vsix differs from the source: rebuild"
     assert manifest["engines"]["vscode"] == "^1.91.0"
     assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
+    assert "onNotebook:jupyter-notebook" in manifest["activationEvents"]
+    kinds = {a["kind"] for c in manifest["contributes"]["codeActions"] for a in c["actions"]}
+    assert kinds == {"source.fixAll.fabric-lsp", "notebook.source.fixAll.fabric-lsp", "quickfix"}
     commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
     assert commands == {
         "fabric-lsp.restart": "Restart Server",
@@ -228,19 +235,12 @@ def _plain(markdown: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[`*_]", "", markdown)).strip()
 
 
-@pytest.fixture(scope="module")
-def session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One code-server + browser session running every step; returns the driver's result.json."""
-    root = tmp_path_factory.mktemp("vscode")
+def _run_workbench(vsix: Path, root: Path, artifacts: Path, driver_args: list[str]) -> dict:
+    """Install the .vsix into a fresh code-server, run the driver against `root / "ws"`, return its result.json."""
     workspace, user, extensions = root / "ws", root / "user", root / "extensions"
-    (workspace / ".vscode").mkdir(parents=True)
     (user / "User").mkdir(parents=True)
-    shutil.copyfile(FIXTURE, workspace / "train.py")
-    shutil.copyfile(FIXTURE, workspace / "train_on_save.py")
-    (workspace / ".vscode" / "settings.json").write_text(json.dumps(WORKSPACE_SETTINGS, indent=2))
     (user / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
 
     env = _node_env()
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
@@ -253,62 +253,84 @@ def session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = [str(NODE24), str(CODE_SERVER), "--user-data-dir", str(user), "--extensions-dir", str(extensions),
             "--config", str(config)]
 
-    timings: dict[str, float] = {}
-    started = time.monotonic()
-    install = subprocess.run(base + ["--install-extension", str(vsix)], env=env, capture_output=True, text=True, timeout=180)
-    assert install.returncode == 0 and "successfully installed" in install.stdout, install.stdout + install.stderr
-    timings["install_vsix"] = time.monotonic() - started
+    # Two workbenches at once (pytest -n 2) would share the machine's two cores with each other: one at a time.
+    with open(Path(tempfile.gettempdir()) / "fabric-lsp-workbench.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        timings: dict[str, float] = {}
+        started = time.monotonic()
+        install = subprocess.run(
+            base + ["--install-extension", str(vsix)], env=env, capture_output=True, text=True, timeout=180
+        )
+        assert install.returncode == 0 and "successfully installed" in install.stdout, install.stdout + install.stderr
+        timings["install_vsix"] = time.monotonic() - started
 
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = ARTIFACTS / "code-server.log"
-    with open(log, "w") as log_file:
-        server = subprocess.Popen(
-            base + ["--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
-                    "--disable-update-check", "--disable-workspace-trust", str(workspace)],
-            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        _wait_healthy(url, server, log)
-        timings["code_server_ready"] = time.monotonic() - started
-        driver = subprocess.run(
-            [str(NODE24), str(DRIVER), "--url", url, "--workspace", str(workspace), "--artifacts", str(ARTIFACTS),
-             "--report", str(report), "--file", "train.py", "--save-file", "train_on_save.py",
-             "--chromium", str(CHROMIUM)],
-            cwd=CLIENT, env=env, capture_output=True, text=True, timeout=900,
-        )
-        timings["workbench_steps"] = time.monotonic() - started - timings["code_server_ready"]
-    finally:
-        # code-server, its extension host and the language server share the process group started here.
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = artifacts / "code-server.log"
+        with open(log, "w") as log_file:
+            server = subprocess.Popen(
+                base + ["--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
+                        "--disable-update-check", "--disable-workspace-trust", str(workspace)],
+                env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+            )
         try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+            _wait_healthy(url, server, log)
+            timings["code_server_ready"] = time.monotonic() - started
+            driver = subprocess.run(
+                [str(NODE24), str(DRIVER), "--url", url, "--workspace", str(workspace), "--artifacts", str(artifacts),
+                 "--report", str(report), "--chromium", str(CHROMIUM), *driver_args],
+                cwd=CLIENT, env=env, capture_output=True, text=True, timeout=900,
+            )
+            timings["workbench_steps"] = time.monotonic() - started - timings["code_server_ready"]
+        finally:
+            # code-server, its extension host and the language server share the process group started here.
             try:
-                os.killpg(server.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        # The extension's own log (output channel "Fabric LSP"), for reading after a failure.
-        for channel_log in (user / "logs").rglob("*Fabric LSP*.log"):
-            shutil.copyfile(channel_log, ARTIFACTS / "fabric-lsp-output-channel.log")
-        if report.exists():
-            shutil.copyfile(report, ARTIFACTS / "hook-report.json")
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(server.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            # The extension's own log (output channel "Fabric LSP"), for reading after a failure.
+            for channel_log in (user / "logs").rglob("*Fabric LSP*.log"):
+                shutil.copyfile(channel_log, artifacts / "fabric-lsp-output-channel.log")
+            if report.exists():
+                shutil.copyfile(report, artifacts / "hook-report.json")
 
-    result_file = ARTIFACTS / "result.json"
+    result_file = artifacts / "result.json"
     assert result_file.exists(), f"the driver wrote no result:\n{driver.stdout[-3000:]}\n{driver.stderr[-3000:]}"
     result = json.loads(result_file.read_text())
     result["python_timings"] = timings
     result["workspace"] = workspace
     result["extensions"] = extensions
+    result["artifacts"] = artifacts
     result["driver_output"] = driver.stdout[-3000:] + driver.stderr[-3000:]
-    (ARTIFACTS / "timings.json").write_text(json.dumps({**timings, "steps": result["timings"]}, indent=2))
+    (artifacts / "timings.json").write_text(json.dumps({**timings, "steps": result["timings"]}, indent=2))
     return result
+
+
+@pytest.fixture(scope="module")
+def session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One code-server + browser session running every step on the Python files; the driver's result.json."""
+    root = tmp_path_factory.mktemp("vscode")
+    workspace = root / "ws"
+    (workspace / ".vscode").mkdir(parents=True)
+    shutil.copyfile(FIXTURE, workspace / "train.py")
+    shutil.copyfile(FIXTURE, workspace / "train_on_save.py")
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(WORKSPACE_SETTINGS, indent=2))
+    # This session's files only: the notebook session keeps its own in a subfolder.
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.iterdir():
+        if old.is_file():
+            old.unlink()
+    return _run_workbench(vsix, root, ARTIFACTS, ["--file", "train.py", "--save-file", "train_on_save.py"])
 
 
 def _step(session: dict, name: str) -> dict:
     step = session["steps"].get(name)
     assert step is not None, f"step {name!r} did not run; errors: {session['errors']}\n{session['driver_output']}"
-    assert step["ok"], f"step {name!r} failed (screenshot in {ARTIFACTS}):\n{step.get('error')}"
+    assert step["ok"], f"step {name!r} failed (screenshot in {session['artifacts']}):\n{step.get('error')}"
     return step
 
 
@@ -428,3 +450,188 @@ def test_vscode_workbench_end_to_end(session: dict, expected: dict) -> None:
     assert session["errors"] == []
     shots = session["screenshots"]
     assert len(shots) >= 12 and all((ARTIFACTS / s).stat().st_size > 10_000 for s in shots), shots
+
+
+# -- notebooks ---------------------------------------------------------------------------------
+
+NOTEBOOK_FIXTURE = REPO / "fixtures" / "notebooks" / "vscode" / "generate_ddp.ipynb"
+NOTEBOOK_ARTIFACTS = ARTIFACTS / "notebook"
+
+
+def _cell_sources(notebook: dict) -> list[tuple[str, str]]:
+    """(cell type, source text) per cell: what the kernel runs, whatever the JSON layout around it."""
+    return [
+        (cell["cell_type"], cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]))
+        for cell in notebook["cells"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def notebook_session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A second code-server session (its own workspace, no Python file in it): the notebook steps."""
+    root = tmp_path_factory.mktemp("vscode-notebook")
+    workspace = root / "ws"
+    (workspace / ".vscode").mkdir(parents=True)
+    shutil.copyfile(NOTEBOOK_FIXTURE, workspace / "generate_ddp.ipynb")
+    shutil.copyfile(NOTEBOOK_FIXTURE, workspace / "generate_ddp_on_save.ipynb")
+    shutil.copyfile(NOTEBOOK_FIXTURE, workspace / "generate_ddp_cell_fix_all.ipynb")
+    # No codeActionsOnSave until the driver's fix-all step sets it: the first save keeps only the quick fix.
+    (workspace / ".vscode" / "settings.json").write_text("{}\n")
+    shutil.rmtree(NOTEBOOK_ARTIFACTS, ignore_errors=True)
+    started = time.monotonic()
+    result = _run_workbench(
+        vsix, root, NOTEBOOK_ARTIFACTS,
+        ["--notebook", "generate_ddp.ipynb", "--notebook-save", "generate_ddp_on_save.ipynb",
+         "--notebook-cell-save", "generate_ddp_cell_fix_all.ipynb"],
+    )
+    result["python_timings"]["session"] = time.monotonic() - started
+    return result
+
+
+@pytest.fixture(scope="module")
+def notebook_expected(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """What the command-line checker says about the notebook, and the cells `check --fix` writes."""
+    findings = _cli_findings(NOTEBOOK_FIXTURE)
+    assert [f["code"] for f in findings] == ["FAB001"], findings
+    finding = findings[0]
+    scratch = tmp_path_factory.mktemp("cli-fix-notebook")
+    fixed = json.loads(_cli_fixed_text(NOTEBOOK_FIXTURE, scratch))
+
+    def lsp_range(item: dict) -> list[int]:
+        # The CLI's rows and columns are 1-based and relative to the cell, its `cell` 1-based over all cells.
+        return [item["location"]["row"] - 1, item["location"]["column"] - 1,
+                item["end_location"]["row"] - 1, item["end_location"]["column"] - 1]
+
+    return {
+        "finding": finding,
+        "cell": finding["cell"] - 1,
+        "range": lsp_range(finding),
+        "related": [(r["cell"] - 1, lsp_range(r), r["message"]) for r in finding["related"]],
+        "original_cells": _cell_sources(json.loads(NOTEBOOK_FIXTURE.read_text())),
+        "fixed_cells": _cell_sources(fixed),
+        "documentation": load_records().by_code("FAB001")["documentation"],
+    }
+
+
+@needs_tools
+def test_vscode_notebook_end_to_end(notebook_session: dict, notebook_expected: dict) -> None:
+    finding = notebook_expected["finding"]
+    original, fixed = notebook_expected["original_cells"], notebook_expected["fixed_cells"]
+    flagged = notebook_expected["cell"]
+    assert original[flagged] == ("code", "model.generate(torch.randn(2, 4))")
+    assert fixed != original
+
+    # 1. Opened from the explorer in the notebook editor (code-server's built-in ipynb support, no kernel).
+    opened = _step(notebook_session, "open")
+    assert opened["cellRows"] >= 2
+
+    # 2. The squiggle in the flagged cell, and the one diagnostic VS Code holds for it: the CLI's finding,
+    #    positions relative to the cell; the related locations point into the other cells.
+    squiggle = _step(notebook_session, "squiggle")
+    assert squiggle["state"] == "Running"
+    assert squiggle["serverVersion"] == fabric_lsp.__version__
+    assert squiggle["notebookType"] == "jupyter-notebook"
+    cells = squiggle["cells"]
+    assert [(c["kind"], c["language"]) for c in cells] == [
+        ("markup", "markdown"), ("code", "python"), ("code", "python"), ("code", "python")
+    ]
+    assert [c["text"] for c in cells] == [text for _, text in original]
+    assert [i for i, c in enumerate(cells) if c["diagnostics"]] == [flagged]
+    assert len(cells[flagged]["diagnostics"]) == 1, cells[flagged]["diagnostics"]
+    diagnostic = cells[flagged]["diagnostics"][0]
+    assert diagnostic["code"] == "FAB001"
+    assert diagnostic["message"] == finding["message"]
+    assert diagnostic["severity"] == "Error"
+    assert diagnostic["source"] == "fabric-lsp"
+    assert diagnostic["range"] == notebook_expected["range"]
+    assert [(r["uri"], r["range"], r["message"]) for r in diagnostic["related"]] == [
+        (cells[cell]["uri"], rng, message) for cell, rng, message in notebook_expected["related"]
+    ]
+    assert squiggle["otherFiles"] == {}, "diagnostics outside the cells (the .ipynb's own URI?)"
+    # On screen: every squiggle is in the flagged cell, whose editor shows that cell's source.
+    assert squiggle["squiggles"], "no squiggle rendered"
+    assert {s["cell"] for s in squiggle["squiggles"]} == {flagged}
+    assert squiggle["squiggles"][0]["text"].rstrip() == original[flagged][1]
+
+    # 3. The Problems panel: the finding under the notebook, at its line and column in the cell, and the related
+    #    locations at theirs in their cells.
+    labels = [row["label"] for row in _step(notebook_session, "problems")["rows"]]
+    row, column = finding["location"]["row"], finding["location"]["column"]
+    assert "1 problems in file generate_ddp.ipynb of folder ." in labels
+    assert any(label.startswith(f"Error: {finding['message']} at line {row} and character {column}.") for label in labels)
+    for related in finding["related"]:
+        where = f"at line {related['location']['row']} and character {related['location']['column']}"
+        assert f"{related['message']} {where} in generate_ddp.ipynb" in labels, labels
+
+    # 4. The hover on the squiggle: the finding and the record's documentation.
+    hover = _step(notebook_session, "hover")
+    assert "FAB001 unmarked-forward-method" in hover["headings"]
+    hover_text = _plain(hover["text"])
+    assert _plain(finding["message"]) in hover_text
+    first_paragraph = _plain(notebook_expected["documentation"].strip().split("\n\n")[0])
+    assert first_paragraph in hover_text
+    assert any(first_paragraph[:60] in _plain(h) for h in diagnostic["hover"])
+
+    # 5. A rule setting reaches the cells live: FAB001 as a warning (squiggle in the same cell), then back.
+    live = _step(notebook_session, "liveSettings")
+    assert (live["before"], live["withSetting"], live["restored"]) == (["Error"], ["Warning"], ["Error"])
+    assert live["warningCells"] and {s["cell"] for s in live["warningCells"]} == {flagged}
+
+    # 6. Quick Fix (Ctrl+.) in the flagged cell's editor: the edit lands in the setup cell, the squiggle goes,
+    #    every cell's text is what `check --fix` writes.
+    quickfix = _step(notebook_session, "quickfix")
+    assert quickfix["focusedCell"] == flagged
+    assert quickfix["chosen"] == finding["fix"]["message"]
+    offered = [item["text"] for item in quickfix["items"] if item["role"] == "option"]
+    assert finding["fix"]["message"] in offered
+    assert finding["fix"]["message"] in [a["title"] for a in diagnostic["codeActions"]]
+    assert quickfix["squigglesAfter"] == 0
+    assert [c["diagnostics"] for c in quickfix["cellsAfter"]] == [[]] * len(original)
+    assert [c["text"] for c in quickfix["cellsAfter"]] == [text for _, text in fixed]
+    assert quickfix["dirtyAfter"] is True
+
+    # 7. Saved (Ctrl+S): valid nbformat 4 whose cells are those of `check --fix` on a copy of the original.
+    #    Compared per cell (type and source text): VS Code's serializer may lay the JSON out its own way.
+    saved = _step(notebook_session, "save")
+    on_disk = (notebook_session["workspace"] / "generate_ddp.ipynb").read_text()
+    assert on_disk == saved["onDisk"] == saved["hookSaved"]["text"]
+    assert saved["hookSaved"]["count"] == 1
+    assert saved["dirtyAfter"] is False
+    assert saved["diagnosticsAfter"] == []
+    notebook = json.loads(on_disk)
+    assert notebook["nbformat"] == 4
+    assert {"cells", "metadata", "nbformat", "nbformat_minor"} <= set(notebook)
+    assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+    assert notebook["metadata"]["language_info"]["name"] == "python"
+    for cell in notebook["cells"]:
+        assert {"cell_type", "metadata", "source"} <= set(cell), cell
+        if cell["cell_type"] == "code":
+            assert {"outputs", "execution_count"} <= set(cell), cell
+    assert _cell_sources(notebook) == fixed
+
+    # 8. Fix all on save for the whole notebook (`notebook.codeActionsOnSave` with `notebook.source.fixAll`, as
+    #    the README says): after an edit in the last cell, the saved notebook has the fix once, and the edit.
+    _check_fix_all_on_save(notebook_session, "fixAllOnSave", "generate_ddp_on_save.ipynb", notebook_expected)
+
+    # 9. `source.fixAll.fabric-lsp` in `notebook.codeActionsOnSave` (the `[python]` setting copied over): VS Code
+    #    asks every cell for it at once and lets each edit only its own cell, so the fix must still land once.
+    _check_fix_all_on_save(notebook_session, "cellFixAllOnSave", "generate_ddp_cell_fix_all.ipynb", notebook_expected)
+
+    assert notebook_session["errors"] == []
+    shots = notebook_session["screenshots"]
+    assert len(shots) >= 8 and all((NOTEBOOK_ARTIFACTS / s).stat().st_size > 10_000 for s in shots), shots
+
+
+def _check_fix_all_on_save(session: dict, step: str, name: str, expected: dict) -> None:
+    fixed = expected["fixed_cells"]
+    fix_all = _step(session, step)
+    assert [d["code"] for d in fix_all["diagnosticsBefore"]] == ["FAB001"]
+    last = max(i for i, (kind, _) in enumerate(fixed) if kind == "code")
+    edited = [(kind, text + "\n# edited" if i == last else text) for i, (kind, text) in enumerate(fixed)]
+    assert _cell_sources(json.loads(fix_all["onDisk"])) == edited
+    assert (session["workspace"] / name).read_text() == fix_all["onDisk"]
+    assert fix_all["saves"] == 1
+    assert [c["text"] for c in fix_all["cellsAfter"]] == [text for _, text in edited]
+    assert fix_all["diagnosticsAfter"] == []
+    assert fix_all["squigglesAfter"] == 0
+

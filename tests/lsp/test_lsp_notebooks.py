@@ -417,12 +417,14 @@ async def test_quick_fix_edits_the_setup_cell_and_fix_all_the_notebook(tmp_path)
         assert list(edits_by_uri(noqa.edit)) == [call_uri]
         assert apply_edits(CALL_CELL, edits_by_uri(noqa.edit)[call_uri][1], encoding) == NOQA_CALL_CELL
 
-        # Fix-all, as `source.fixAll` on a cell or as VS Code's `notebook.source.fixAll`: the same edit.
-        for only, kind in ((["source.fixAll"], FIX_ALL), (["notebook.source.fixAll"], NOTEBOOK_FIX_ALL)):
-            (fix_all,) = await code_actions(client, notebook.uri_of(0), [], only=only)
+        # Fix-all, as VS Code's `notebook.source.fixAll` (asked on any cell) or as `source.fixAll` on
+        # the cell its edits are in: the same edit. `source.fixAll` on another cell: nothing.
+        for cell, only, kind in ((0, ["notebook.source.fixAll"], NOTEBOOK_FIX_ALL), (1, ["source.fixAll"], FIX_ALL)):
+            (fix_all,) = await code_actions(client, notebook.uri_of(cell), [], only=only)
             assert fix_all.kind == kind
             fix_all = await resolved(client, fix_all)
             assert edits_by_uri(fix_all.edit) == edits_by_uri(fix.edit)
+        assert await code_actions(client, notebook.uri_of(0), [], only=["source.fixAll"]) == []
         # Another server's notebook kind: nothing.
         assert await code_actions(client, notebook.uri_of(0), [], only=["notebook.source.fixAll.other"]) == []
 
@@ -620,3 +622,43 @@ async def test_each_fixture_notebook_gets_the_findings_of_check(fixture, tmp_pat
             (index + 1, d.range.start.line, d.code, severities[d.severity], d.message)
             for index in python_cells(notebook) for d in client.diagnostics.get(notebook.uri_of(index), []))
     assert shown_findings == expected
+
+
+async def test_pull_client_is_asked_to_pull_a_cell_changed_by_an_edit_of_another(tmp_path):
+    """VS Code pulls diagnostics only for the cells it edited: marking the method in cell 2 changes
+    cell 4's diagnostics, which must be announced with workspace/diagnostic/refresh."""
+
+    def refresh(caps: types.ClientCapabilities) -> None:
+        caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+
+    caps = notebook_capabilities(pull=True)
+    refresh(caps)
+    async with session(caps, [tmp_path]) as (client, _):
+        async def pulled(uri: str) -> list[types.Diagnostic]:
+            report = await asyncio.wait_for(client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))), TIMEOUT)
+            return list(report.items)
+
+        notebook = Notebook(client, (tmp_path / "nb.ipynb").as_uri(), CELLS)
+        notebook.open()
+        assert [d.code for d in await pulled(notebook.uri_of(3))] == ["FAB001"]
+        before = client.diagnostic_refresh_count
+        notebook.edit(1, SETUP_CELL + "\n" + MARK + "\n")
+        await wait_until(lambda: client.diagnostic_refresh_count > before, message="workspace/diagnostic/refresh")
+        assert await pulled(notebook.uri_of(3)) == []
+
+
+async def test_fix_all_on_one_cell_edits_only_that_cell(tmp_path):
+    """On save VS Code asks `source.fixAll` of every cell at once and applies every answer: each
+    answer holds its own cell's edits, so the mark (in the setup cell) is inserted once."""
+    async with session(notebook_capabilities(), [tmp_path]) as (client, _):
+        notebook = Notebook(client, (tmp_path / "nb.ipynb").as_uri(), CELLS)
+        notebook.open()
+        await published(client, [notebook.uri_of(i) for i in python_cells(notebook)])
+        inserted = {}
+        for index in python_cells(notebook):
+            edits = {}
+            for action in await code_actions(client, notebook.uri_of(index), [], only=[FIX_ALL]):
+                edits.update(edits_by_uri((await resolved(client, action)).edit))
+            inserted[index] = sorted(edits)
+        assert inserted == {0: [], 1: [notebook.uri_of(1)], 3: []}

@@ -1,10 +1,14 @@
 // Drive the real VS Code workbench (code-server) in headless Chromium with playwright-core, the way a
 // user would: open a file from the explorer, look at the squiggle, the Problems panel, the hover, apply
-// the quick fix from the lightbulb menu, restart the server, explain an error, fix all on save.
+// the quick fix from the lightbulb menu, restart the server, explain an error, fix all on save. With
+// --notebook: open a Jupyter notebook, find the squiggle in its cell, hover, change a setting, apply the
+// quick fix, save; fix all on save in more notebooks (--notebook-save, --notebook-cell-save).
 // Writes what it saw to <artifacts>/result.json and a screenshot per step; tests/editors/test_vscode.py
 // starts code-server, runs this script and asserts on the result.
 //
 // Usage: node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --file NAME --save-file NAME
+//        node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --notebook NAME
+//                           [--notebook-save NAME] [--notebook-cell-save NAME]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,6 +22,10 @@ const { values: opt } = parseArgs({
     report: { type: "string" },
     file: { type: "string", default: "train.py" },
     "save-file": { type: "string", default: "train_on_save.py" },
+    // With --notebook the notebook steps run instead of the file steps.
+    notebook: { type: "string" },
+    "notebook-save": { type: "string" },
+    "notebook-cell-save": { type: "string" },
     chromium: { type: "string", default: process.env.CHROMIUM || "/usr/lib/chromium/chromium" },
     "diagnostics-timeout": { type: "string", default: "120" },
   },
@@ -130,6 +138,12 @@ async function openFromExplorer(page, name) {
   await page.locator(".editor-instance .monaco-editor .view-lines").first().waitFor({ timeout: 30000 });
 }
 
+// Settings are edited the way a user edits .vscode/settings.json; VS Code picks the file change up.
+const settingsFile = join(opt.workspace, ".vscode", "settings.json");
+const originalSettings = readFileSync(settingsFile, "utf8");
+const writeSettings = (extra) =>
+  writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(originalSettings), ...extra }, null, 2));
+
 const editorText = (page) =>
   page.evaluate(() => {
     // Only the rendered lines; the full text comes from the test hook.
@@ -147,7 +161,7 @@ const context = await browser.newContext({ viewport: { width: 1280, height: 800 
 const page = await context.newPage();
 page.on("pageerror", (error) => result.errors.push(`page error: ${error.message}`));
 
-try {
+async function fileSteps() {
   await step("open", page, async () => {
     await page.goto(`${opt.url}/?folder=${encodeURIComponent(opt.workspace)}`, { waitUntil: "domcontentloaded" });
     await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
@@ -343,12 +357,6 @@ try {
     return { diagnosticsBefore: seen.file.diagnostics, onDisk, screenshot: file };
   });
 
-  // Settings are edited the way a user edits .vscode/settings.json; VS Code picks the file change up.
-  const settingsFile = join(opt.workspace, ".vscode", "settings.json");
-  const originalSettings = readFileSync(settingsFile, "utf8");
-  const writeSettings = (extra) =>
-    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(originalSettings), ...extra }, null, 2));
-
   await step("liveSettings", page, async () => {
     await openFromExplorer(page, opt.file);
     const before = await waitFor(() => {
@@ -406,6 +414,299 @@ try {
       screenshot: file,
     };
   });
+}
+
+// -- notebooks ----------------------------------------------------------------------------------
+
+function notebookReport(name) {
+  const report = hookReport();
+  if (!report) return undefined;
+  const entry = Object.entries(report.notebooks ?? {}).find(([uri]) => uri.endsWith(`/${name}`));
+  return entry ? { report, uri: entry[0], notebook: entry[1] } : undefined;
+}
+
+const cellDiagnostics = (notebook) => notebook.cells.flatMap((cell) => cell.diagnostics.map((d) => ({ cell: cell.index, ...d })));
+const NOTEBOOK = ".notebook-editor";
+const cellRow = (index) => page.locator(`${NOTEBOOK} .monaco-list-row[data-index="${index}"]`);
+const notebookSquiggles = (kind = "error") => page.locator(`${NOTEBOOK} .cell-editor-container .squiggly-${kind}`);
+
+/** Open a notebook from the explorer. Clicked before the workbench has registered the built-in ipynb
+ * extension's notebook type, VS Code opens the JSON as text: then close that editor and click again. */
+async function openNotebook(name) {
+  const row = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${name}"]`).first();
+  await row.waitFor({ state: "visible", timeout: 60000 });
+  const cells = page.locator(`${NOTEBOOK} .cell-editor-container .monaco-editor`).first();
+  const json = page.locator(".editor-instance .monaco-editor .view-lines", { hasText: '"cells": [' }).first();
+  for (let attempt = 1; ; attempt++) {
+    await row.click();
+    await page.locator(`.tabs-container .tab.active[aria-label*="${name}"]`).waitFor({ timeout: 30000 });
+    await cells.or(json).first().waitFor({ timeout: 30000 });
+    if (await cells.isVisible()) return attempt;
+    if (attempt >= 3) throw new Error(`${name} opened as text ${attempt} times`);
+    await screenshot(page, `notebook-opened-as-text-${attempt}`);
+    await runCommand(page, "View: Close Editor");
+    await page.waitForTimeout(2000);
+  }
+}
+
+/** Scroll the notebook (mouse wheel over it, as a user does) until a cell's squiggle is well inside it. */
+async function revealSquiggleInCell(index, kind = "error") {
+  const notebook = await page.locator(NOTEBOOK).first().boundingBox();
+  const top = notebook.y + 60;
+  const bottom = Math.min(page.viewportSize().height, notebook.y + notebook.height) - 60;
+  const squiggle = cellRow(index).locator(`.cell-editor-container .squiggly-${kind}`).first();
+  for (let i = 0; i < 40; i++) {
+    let delta = 0;
+    if (await cellRow(index).count()) {
+      const box = (await squiggle.count()) ? await squiggle.boundingBox() : null;
+      if (box && box.y > top && box.y + box.height < bottom) return box;
+      if (box) delta = box.y <= top ? -150 : 150;
+      else if (i % 5 === 4) delta = 150; // the row is there but not its squiggle: may be below the fold
+    } else {
+      const rendered = await page.locator(`${NOTEBOOK} .monaco-list-row[data-index]`).evaluateAll((rows) =>
+        rows.map((r) => Number(r.getAttribute("data-index"))),
+      );
+      delta = rendered.every((n) => n < index) ? 250 : -250;
+    }
+    if (delta) {
+      // Over the notebook's left margin: no hover pops up there.
+      await page.mouse.move(notebook.x + 12, notebook.y + notebook.height / 2);
+      await page.mouse.wheel(0, delta);
+    }
+    await page.waitForTimeout(300);
+  }
+  throw new Error(`no ${kind} squiggle of cell ${index} came into view`);
+}
+
+/** Per rendered squiggle: the index of the cell row holding it and that cell's rendered text. */
+const squiggleCells = (kind = "error") =>
+  page.locator(`${NOTEBOOK} .monaco-list-row[data-index]`).evaluateAll(
+    (rows, kind) =>
+      rows.flatMap((row) =>
+        Array.from(row.querySelectorAll(`.cell-editor-container .squiggly-${kind}`)).map(() => ({
+          cell: Number(row.getAttribute("data-index")),
+          text: Array.from(row.querySelectorAll(".cell-editor-container .view-line")).map((l) => l.textContent.replace(/\u00a0/g, " ")).join("\n"),
+        })),
+      ),
+    kind,
+  );
+
+/** Fix all on save in a notebook, configured in `notebook.codeActionsOnSave` as a user would. */
+async function fixAllOnSave(stepName, name, kind) {
+  await step(stepName, page, async () => {
+    writeSettings({ "notebook.codeActionsOnSave": { [kind]: "explicit" } });
+    // The previous notebook's editor would stay in the page, hidden and inert.
+    await runCommand(page, "View: Close All Editors");
+    const attempts = await openNotebook(name);
+    const seen = await waitFor(() => {
+      const r = notebookReport(name);
+      return r && cellDiagnostics(r.notebook).length ? r : undefined;
+    }, DIAG_TIMEOUT, `diagnostics in ${name}`);
+    const last = seen.notebook.cells.filter((c) => c.kind === "code").at(-1).index;
+    // An edit in the last cell makes the notebook dirty, as a user's would.
+    const editor = cellRow(last).locator(".cell-editor-container .monaco-editor .view-lines").first();
+    await waitFor(async () => {
+      if ((await editor.count()) && (await editor.boundingBox())) return true;
+      const box = await page.locator(NOTEBOOK).first().boundingBox();
+      await page.mouse.move(box.x + 12, box.y + box.height / 2);
+      await page.mouse.wheel(0, 250);
+      return false;
+    }, 20000, "the last cell's editor to come into view");
+    await editor.click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("\n# edited");
+    const path = join(opt.workspace, name);
+    await page.keyboard.press("Control+S");
+    const onDisk = await waitFor(() => {
+      const text = readFileSync(path, "utf8");
+      return text.includes("# edited") ? text : undefined;
+    }, 30000, "the notebook to be saved");
+    // What VS Code holds once the save has settled (a fixed notebook has no diagnostics left).
+    const after = await waitFor(() => {
+      const r = notebookReport(name);
+      return r && r.notebook.saved && !r.notebook.dirty ? r : undefined;
+    }, 30000, "the test hook to see the save");
+    // Diagnostics settle after the save's edits; the test asserts on them, so a timeout here is not fatal.
+    await waitFor(() => cellDiagnostics(notebookReport(name).notebook).length === 0, 20000, "").catch(() => undefined);
+    const settled = notebookReport(name);
+    const file = await screenshot(page, `notebook-${stepName}`);
+    writeSettings({});
+    return {
+      kind,
+      attempts,
+      diagnosticsBefore: cellDiagnostics(seen.notebook),
+      onDisk,
+      cellsAfter: settled.notebook.cells,
+      diagnosticsAfter: cellDiagnostics(settled.notebook),
+      squigglesAfter: await notebookSquiggles().count(),
+      saves: after.notebook.saved.count,
+      screenshot: file,
+    };
+  });
+}
+
+async function notebookSteps() {
+  await step("open", page, async () => {
+    await page.goto(`${opt.url}/?folder=${encodeURIComponent(opt.workspace)}`, { waitUntil: "domcontentloaded" });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    const attempts = await openNotebook(opt.notebook);
+    const file = await screenshot(page, "notebook-open");
+    return { attempts, cellRows: await page.locator(`${NOTEBOOK} .monaco-list-row[data-index]`).count(), screenshot: file };
+  });
+
+  let flagged; // the cell index and range of the finding, as the test hook reports it
+  await step("squiggle", page, async () => {
+    const seen = await waitFor(() => {
+      const r = notebookReport(opt.notebook);
+      const diagnostics = r ? cellDiagnostics(r.notebook) : [];
+      return diagnostics.length && diagnostics.every((d) => d.hover.length) ? r : undefined;
+    }, DIAG_TIMEOUT, "the test hook's report of the notebook's diagnostics");
+    flagged = cellDiagnostics(seen.notebook)[0];
+    const box = await revealSquiggleInCell(flagged.cell);
+    // Code actions of a cell can be asked for once its editor has been shown.
+    const withActions = await waitFor(() => {
+      const r = notebookReport(opt.notebook);
+      const diagnostics = r ? cellDiagnostics(r.notebook) : [];
+      return diagnostics.length && diagnostics.every((d) => d.hover.length && d.codeActions.length) ? r : undefined;
+    }, 30000, "the test hook's report of the cells' code actions");
+    const file = await screenshot(page, "notebook-squiggle");
+    const report = withActions.report;
+    return {
+      box,
+      squiggles: await squiggleCells(),
+      screenshot: file,
+      notebookUri: withActions.uri,
+      notebookType: withActions.notebook.notebookType,
+      cells: withActions.notebook.cells,
+      // Diagnostics VS Code holds for anything but the cells (the .ipynb's own URI would be wrong).
+      otherFiles: Object.fromEntries(Object.entries(report.files).filter(([, f]) => f.diagnostics.length)),
+      serverVersion: report.serverVersion,
+      state: report.state,
+    };
+  });
+
+  await step("problems", page, async () => {
+    await page.keyboard.press("Control+Shift+M");
+    const rows = page.locator(".markers-panel .monaco-list-row");
+    await rows.filter({ hasText: "FAB001" }).first().waitFor({ timeout: 20000 });
+    const texts = await rows.evaluateAll((els) => els.map((el) => ({ text: el.textContent, label: el.getAttribute("aria-label") })));
+    const file = await screenshot(page, "notebook-problems");
+    // Hide the panel again: the notebook gets its height back for the steps after this one.
+    await page.keyboard.press("Control+J");
+    await page.locator(".part.panel").waitFor({ state: "hidden", timeout: 5000 }).catch(() => undefined);
+    return { rows: texts, screenshot: file };
+  });
+
+  await step("hover", page, async () => {
+    await revealSquiggleInCell(flagged.cell);
+    const squiggle = cellRow(flagged.cell).locator(".cell-editor-container .squiggly-error").first();
+    const box = await squiggle.boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const hover = page.locator(".monaco-hover-content").filter({ hasText: "FAB001" }).first();
+    await hover.waitFor({ state: "visible", timeout: 20000 });
+    await page.waitForTimeout(500); // the hover grows as its parts render
+    const text = await page.locator(".monaco-hover-content").evaluateAll((els) => els.map((el) => el.innerText).join("\n"));
+    const headings = await page.locator(".monaco-hover-content h3").allInnerTexts();
+    const file = await screenshot(page, "notebook-hover");
+    await page.mouse.move(5, 5);
+    await page.keyboard.press("Escape");
+    return { text, headings, screenshot: file };
+  });
+
+  await step("liveSettings", page, async () => {
+    // A rule setting reaches the cells: FAB001 as a warning, then back to an error.
+    const severities = () => cellDiagnostics(notebookReport(opt.notebook).notebook).map((d) => d.severity);
+    const before = severities();
+    writeSettings({ "fabric-lsp.severity": { FAB001: "warning" } });
+    await waitFor(() => {
+      const s = severities();
+      return s.length && s.every((v) => v === "Warning");
+    }, DIAG_TIMEOUT, "the cell's diagnostic to become a warning");
+    const withSetting = severities();
+    await revealSquiggleInCell(flagged.cell, "warning");
+    const warningCells = await squiggleCells("warning");
+    const file = await screenshot(page, "notebook-severity-warning");
+    writeSettings({});
+    await waitFor(() => {
+      const s = severities();
+      return s.length && s.every((v) => v === "Error");
+    }, DIAG_TIMEOUT, "the cell's diagnostic to be an error again");
+    await revealSquiggleInCell(flagged.cell);
+    return { before, withSetting, restored: severities(), warningCells, screenshot: file };
+  });
+
+  await step("quickfix", page, async () => {
+    const squiggle = cellRow(flagged.cell).locator(".cell-editor-container .squiggly-error").first();
+    const box = await squiggle.boundingBox();
+    // The cursor in the flagged name, in that cell's editor; then Quick Fix (Ctrl+.).
+    await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    const focused = await page.evaluate(() => {
+      const row = document.activeElement?.closest(".monaco-list-row[data-index]");
+      return row ? Number(row.getAttribute("data-index")) : null;
+    });
+    await page.keyboard.press("Control+.");
+    const menu = page.locator(".action-widget:not(.action-list-submenu-panel)").first();
+    await menu.waitFor({ state: "visible", timeout: 15000 });
+    const items = await page.locator(".action-widget .monaco-list-row").evaluateAll((els) =>
+      els.map((el) => ({ text: el.textContent, role: el.getAttribute("role"), label: el.getAttribute("aria-label") })),
+    );
+    const menuShot = await screenshot(page, "notebook-quickfix-menu");
+    const chosen = page.locator(".action-widget .monaco-list-row.action", { hasText: "as a forward method" }).first();
+    const chosenText = await chosen.textContent();
+    await chosen.click();
+    await waitFor(async () => (await notebookSquiggles().count()) === 0, DIAG_TIMEOUT, "the squiggle to go away");
+    const after = await waitFor(() => {
+      const r = notebookReport(opt.notebook);
+      return r && r.notebook.dirty && cellDiagnostics(r.notebook).length === 0 &&
+        r.notebook.cells.some((c) => c.text.includes("mark_forward_method")) ? r : undefined;
+    }, 30000, "the test hook to see the fixed cells and no diagnostics");
+    const fixedShot = await screenshot(page, "notebook-fixed");
+    return {
+      focusedCell: focused,
+      items,
+      chosen: chosenText,
+      cellsAfter: after.notebook.cells,
+      dirtyAfter: after.notebook.dirty,
+      squigglesAfter: await notebookSquiggles().count(),
+      screenshots: [menuShot, fixedShot],
+    };
+  });
+
+  await step("save", page, async () => {
+    const path = join(opt.workspace, opt.notebook);
+    const original = readFileSync(path, "utf8");
+    // Focus is still in the cell editor the fix was chosen from.
+    await page.keyboard.press("Control+S");
+    const onDisk = await waitFor(() => {
+      const text = readFileSync(path, "utf8");
+      return text !== original ? text : undefined;
+    }, 30000, "the notebook to be saved");
+    const saved = await waitFor(() => {
+      const r = notebookReport(opt.notebook);
+      return r && r.notebook.saved && !r.notebook.dirty ? r : undefined;
+    }, 30000, "the test hook to see the save");
+    const file = await screenshot(page, "notebook-saved");
+    return {
+      onDisk,
+      hookSaved: saved.notebook.saved,
+      dirtyAfter: saved.notebook.dirty,
+      diagnosticsAfter: cellDiagnostics(saved.notebook),
+      screenshot: file,
+    };
+  });
+
+  if (opt["notebook-save"]) {
+    // The kind VS Code runs once for the whole notebook (what the README recommends).
+    await fixAllOnSave("fixAllOnSave", opt["notebook-save"], "notebook.source.fixAll");
+  }
+  if (opt["notebook-cell-save"]) {
+    // A cell-level kind: VS Code asks every cell at once and lets each edit only its own cell.
+    await fixAllOnSave("cellFixAllOnSave", opt["notebook-cell-save"], "source.fixAll.fabric-lsp");
+  }
+}
+
+try {
+  await (opt.notebook ? notebookSteps() : fileSteps());
 } catch (error) {
   // A failed step is in result.json already; the steps after it depend on it.
   if (!(error instanceof StepFailed)) result.errors.push(String(error?.stack ?? error));

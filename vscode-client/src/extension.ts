@@ -14,6 +14,7 @@ import {
 } from "vscode-languageclient/node";
 import { explainMarkdown, explainQuery } from "./explain";
 import { analysisInterpreter, type ImportStrategy, type LaunchPlan, resolveLaunch } from "./interpreter";
+import { NotebookFixAllProvider } from "./notebookFixAll";
 import { SelectedPython } from "./pythonExtension";
 import { changedKeys, mapSettings, type ServerSettings, type SettingsReader } from "./settings";
 import { TestHook } from "./testHook";
@@ -21,6 +22,22 @@ import { TestHook } from "./testHook";
 const SECTION = "fabric-lsp";
 const NAME = "Fabric LSP";
 const EXPLAIN_SCHEME = "fabric-lsp-explain";
+const CELL_SCHEME = "vscode-notebook-cell";
+/** Python files, and the Python cells of Jupyter notebooks (synced as notebooks when the server supports it). */
+const DOCUMENT_SELECTOR = [
+  { scheme: "file", language: "python" },
+  { scheme: "untitled", language: "python" },
+  { notebook: "jupyter-notebook", language: "python" },
+];
+
+/** The notebook holding a cell: VS Code finds a resource's workspace folder (and its settings) by the
+ * notebook's URI, not the cell's. Other URIs are their own scope. */
+function settingsScope(uri: vscode.Uri): vscode.Uri {
+  if (uri.scheme !== CELL_SCHEME) return uri;
+  const cell = uri.toString();
+  const notebook = vscode.workspace.notebookDocuments.find((nb) => nb.getCells().some((c) => c.document.uri.toString() === cell));
+  return notebook?.uri ?? vscode.Uri.file(uri.path);
+}
 
 function reader(scope: vscode.Uri | undefined): SettingsReader {
   const config = vscode.workspace.getConfiguration(SECTION, scope ? { uri: scope, languageId: "python" } : undefined);
@@ -80,6 +97,10 @@ class FabricLsp implements vscode.Disposable {
     if (this.hook) this.disposables.push(this.hook);
   }
 
+  get runningClient(): LanguageClient | undefined {
+    return this.client?.isRunning() ? this.client : undefined;
+  }
+
   private get folder(): vscode.WorkspaceFolder | undefined {
     return vscode.workspace.workspaceFolders?.[0];
   }
@@ -127,7 +148,8 @@ class FabricLsp implements vscode.Disposable {
     return analysisInterpreter(vscode.workspace.isTrusted, selected, this.plan?.untrustedAnalysisPython);
   }
 
-  private async serverSettings(scope: vscode.Uri | undefined): Promise<ServerSettings> {
+  private async serverSettings(cellOrFile: vscode.Uri | undefined): Promise<ServerSettings> {
+    const scope = cellOrFile && settingsScope(cellOrFile);
     const python = await this.analysisPython(scope);
     const { settings, problems } = mapSettings(reader(scope), python);
     for (const problem of problems) this.log.warn(problem);
@@ -192,10 +214,7 @@ class FabricLsp implements vscode.Disposable {
       options: { env: { ...process.env, ...result.env }, cwd: this.folder?.uri.fsPath },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [
-        { scheme: "file", language: "python" },
-        { scheme: "untitled", language: "python" },
-      ],
+      documentSelector: DOCUMENT_SELECTOR,
       diagnosticCollectionName: SECTION,
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -344,6 +363,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand("fabric-lsp.showLogs", () => log.show()),
     vscode.commands.registerCommand("fabric-lsp.explainError", () => lsp.explain(documents)),
+    vscode.languages.registerCodeActionsProvider(
+      { notebookType: "jupyter-notebook" },
+      new NotebookFixAllProvider(() => lsp.runningClient),
+      NotebookFixAllProvider.metadata,
+    ),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       const changed = changedKeys((key) => event.affectsConfiguration(key));
       if (changed.enable || changed.restart) await lsp.restart();

@@ -8,9 +8,10 @@ code actions (`resolveSupport` for `edit`), the actions go out without their edi
 `codeAction/resolve` needs; fix-all then computes its edit only when resolved.
 
 On a notebook cell the same actions work on the notebook (the analysis unit): a quick fix may edit
-another cell, and fix-all fixes the whole notebook, asked for as `source.fixAll` or, as VS Code does
-for `notebook.codeActionsOnSave`, `notebook.source.fixAll` (kind `notebook.source.fixAll.fabric-lsp`,
-as ruff names its own). Edits carry the versions of the cells the analysis read.
+another cell, and fix-all fixes the whole notebook, from the lightbulb menu or asked for as VS Code
+does for `notebook.codeActionsOnSave`, `notebook.source.fixAll` (kind
+`notebook.source.fixAll.fabric-lsp`, as ruff names its own); `source.fixAll` asked for on a cell (the
+per-cell save action) edits that cell only. Edits carry the versions of the cells the analysis read.
 """
 
 from __future__ import annotations
@@ -165,13 +166,22 @@ def code_actions(
                     )
                 )
     kind = fix_all_kind(doc, only)
-    if kind is not None and doc.result is not None and _safe_fixes(doc.result):
+    # `source.fixAll` asked for on a cell (codeActionsOnSave): that cell's edits only. VS Code asks
+    # every cell at once on save and would apply a notebook-wide answer once per cell (the mark
+    # inserted three times). In the lightbulb menu (nothing asked for by kind) it fixes the notebook.
+    cell = (params.text_document.uri if isinstance(doc, NotebookDocument) and kind == FIX_ALL_KIND and only
+            else None)
+    fixes = _safe_fixes(doc.result) if kind is not None and doc.result is not None else []
+    if cell is not None:  # (a notebook's findings are in cell coordinates: edit paths are cell URIs)
+        fixes = [f for f in fixes if all(edit.path == cell for edit in f.fix.edits)]
+    if fixes:
         action = types.CodeAction(title=FIX_ALL_TITLE, kind=kind)
-        fix_all_data = {"source": SOURCE, "action": "fixAll", "uri": doc.uri, "version": doc.result.version}
+        fix_all_data = {"source": SOURCE, "action": "fixAll", "uri": doc.uri, "version": doc.result.version,
+                        "cell": cell}
         if features.resolve_edit:
             action.data = fix_all_data
         else:
-            action.edit = fix_all_edit(doc, features, versions)
+            action.edit = fix_all_edit(doc, features, versions, cell=cell)
         actions.append(action)
     return actions
 
@@ -212,8 +222,10 @@ def fix_all_edit(
     versions: Callable[[str], int | None],
     open_texts: Mapping[str, str] | None = None,
     open_uris: Mapping[str, str] | None = None,
+    cell: str | None = None,
 ) -> types.WorkspaceEdit | None:
-    """Every safe fix of the document's last analysis that does not overlap an earlier one."""
+    """Every safe fix of the document's last analysis that does not overlap an earlier one (with
+    `cell`, of a notebook: the fixes whose edits all lie in that cell)."""
     result = doc.result
     if result is None:
         return None
@@ -226,7 +238,7 @@ def fix_all_edit(
     seen: set[tuple[str, Any, Any, str]] = set()
     for index in applied.applied:
         payload = fix_payload(findings[index], texts, features.encoding)
-        if payload is None:
+        if payload is None or (cell is not None and any(edit["uri"] != cell for edit in payload["edits"])):
             continue
         for edit in payload["edits"]:
             key = (edit["uri"], repr(edit["range"]), edit["newText"])
@@ -256,5 +268,5 @@ def resolve(
     elif data.get("action") == "fixAll":
         doc = docs.get(data.get("uri"))
         if doc is not None and doc.result is not None and doc.result.version == data.get("version"):
-            action.edit = fix_all_edit(doc, features, versions, open_texts, open_uris)
+            action.edit = fix_all_edit(doc, features, versions, open_texts, open_uris, data.get("cell"))
     return action

@@ -240,6 +240,8 @@ class AnalysisScheduler:
         if self.features.pull_diagnostics:
             if previous is not None and previous.version == result.version and previous.result_id != result.result_id:
                 self._request_refresh()  # changed without an edit of its own
+            elif previous is not None and _a_cell_changed_unedited(previous, result):
+                self._request_refresh()  # the client pulls only the cells it edited: cell 4 after cell 3's fix
             return
         if isinstance(doc, NotebookDocument):
             self._publish_cells(doc, result)
@@ -301,3 +303,12 @@ class AnalysisScheduler:
     def stop_analysis(self) -> None:
         self.analysis_pool.shutdown(wait=False, cancel_futures=True)
 
+
+def _a_cell_changed_unedited(previous: AnalysisResult, result: AnalysisResult) -> bool:
+    """Whether a notebook cell's diagnostics changed (or it is no longer analysed) while its own text
+    did not: an edit in another cell (a mark added in cell 3) changed them."""
+    for uri, before in previous.cells.items():
+        after = result.cells.get(uri)
+        if after is None or (after.version == before.version and after.result_id != before.result_id):
+            return True
+    return False
