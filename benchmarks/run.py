@@ -182,6 +182,10 @@ def bench_real(quick: bool) -> list[dict]:
         rows.append(row(f"real code, {name}: check --no-cache vs ruff check --select ALL --no-cache",
                         f"{u['a']:.2f} s vs {u['b']:.2f} s = {u['ratio']:.2f}x", f"<= {thresholds[tree.name]:.0f}x",
                         u["ratio"] <= thresholds[tree.name]))
+        q = result["uncached_concise"]
+        rows.append(row(f"real code, {name}: reference, check --no-cache vs ruff's linting alone "
+                        "(--output-format concise: no code frames drawn)",
+                        f"{q['a']:.2f} s vs {q['b']:.2f} s = {q['ratio']:.2f}x", "-", None))
         rows.append(row(f"real code, {name}: cached re-run of the unchanged tree vs ruff's cached run",
                         f"{c['a']:.2f} s vs {c['b']:.2f} s = {c['ratio']:.2f}x", "<= 2x", c["ratio"] <= 2.0))
         if e is not None:
