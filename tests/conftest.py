@@ -17,3 +17,6 @@ def pytest_configure(config):
     # secret of their own, never the developer's.
     if "FABRIC_LSP_CACHE_SECRET_DIR" not in os.environ:
         os.environ["FABRIC_LSP_CACHE_SECRET_DIR"] = tempfile.mkdtemp(prefix="fabric-lsp-secret-")
+    # `check` colours its text output when FORCE_COLOR is set (report/terminal.py): the tests compare
+    # plain text, so a developer's or a CI's FORCE_COLOR is not passed on (colour tests set it themselves).
+    os.environ.pop("FORCE_COLOR", None)

@@ -305,7 +305,8 @@ def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatc
         f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003, FAB004); "
         "using the default",
         f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
-        "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks); using the default",
+        "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, "
+        "per-file-ignores, extend-exclude, respect-gitignore); using the default",
     ]
 
 
@@ -417,7 +418,7 @@ def test_fix_that_the_files_encoding_cannot_hold_fails_cleanly(tmp_path):
 
 def test_fix_and_diff_with_nothing_to_fix(tmp_path, monkeypatch, capsys):
     write(tmp_path / "ok.py", CLEAN_SOURCE)
-    assert run(["check", "--diff"], tmp_path, monkeypatch, capsys) == (0, "", "No errors would be fixed.\n")
+    assert run(["check", "--diff"], tmp_path, monkeypatch, capsys) == (0, "", "No findings would be fixed.\n")
     assert run(["check", "--fix"], tmp_path, monkeypatch, capsys) == (0, "All checks passed!\n", "")
 
 
@@ -565,7 +566,7 @@ def test_text_output_and_exit_status_on_a_case(tmp_path, monkeypatch, capsys):
     first = out.splitlines()[0]
     assert first.startswith(f"{copy.name}:{label.line}:{column}: FAB001 ")
     assert " error: " in first
-    assert out.endswith("\n\nFound 1 error (1 fixable).\n")  # FAB001's fix is safe
+    assert out.endswith("\n\nFound 1 finding: 1 error (1 fixable).\n")  # FAB001's fix is safe
     assert run(["check", "--exit-zero", copy.name], tmp_path, monkeypatch, capsys)[0] == 0
     assert run(["check", "--ignore", "FAB001", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
     assert run(["check", "--select", "FAB002,FAB003", copy.name], tmp_path, monkeypatch, capsys)[0] == 0
@@ -593,12 +594,12 @@ def test_diff_then_fix_then_clean_on_a_case(tmp_path, monkeypatch, capsys):
     code, out, err = run(["check", "--diff", copy.name], tmp_path, monkeypatch, capsys)
     assert code == 1
     assert out.startswith(f"--- a/{copy.name}\n+++ b/{copy.name}\n@@")
-    assert err == "Would fix 1 error.\n"
+    assert err == "Would fix 1 finding.\n"
     assert copy.read_text(encoding="utf-8") == original
     code, out, err = run(["check", "--fix", copy.name], tmp_path, monkeypatch, capsys)
-    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (code, out) == (0, "Found 1 finding (1 fixed, 0 remaining).\n"), err
     assert copy.read_text(encoding="utf-8") != original
-    assert run(["check", "--diff", copy.name], tmp_path, monkeypatch, capsys) == (0, "", "No errors would be fixed.\n")
+    assert run(["check", "--diff", copy.name], tmp_path, monkeypatch, capsys) == (0, "", "No findings would be fixed.\n")
     assert run(["check", "--hints", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
 
 
@@ -627,7 +628,7 @@ def test_fix_in_another_module_is_applied_and_its_finding_rechecked(tmp_path, mo
     assert (item["code"], Path(item["filename"]).name) == ("FAB002", "main.py")
     assert [Path(e.get("filename", item["filename"])).name for e in item["fix"]["edits"]] == ["model.py"]
     code, out, err = run(["check", "--fix", "--unsafe-fixes", "."], project, monkeypatch, capsys)
-    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (code, out) == (0, "Found 1 finding (1 fixed, 0 remaining).\n"), err
     assert (project / "main.py").read_text(encoding="utf-8") == main_before
     assert "def reset_parameters" in (project / "model.py").read_text(encoding="utf-8") != model_before
 
@@ -671,16 +672,17 @@ def test_fix_of_a_factory_that_returns_setup_binds_marks_and_returns(tmp_path, m
         "policy, optimizer = build(fabric)\npolicy.act(None)\n"
     ))
     code, out, err = run(["check", "--fix", "."], tmp_path, monkeypatch, capsys)
-    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (code, out) == (0, "Found 1 finding (1 fixed, 0 remaining).\n"), err
     assert (tmp_path / "build.py").read_text(encoding="utf-8").endswith(
         "    policy, optimizer = fabric.setup(policy, optimizer)\n"
         "    policy.mark_forward_method(\"act\")\n"
         "    return policy, optimizer  # wrapped here\n"
     )
     text = (tmp_path / "build.py").read_text(encoding="utf-8")
-    write(tmp_path / "build.py", text.replace(
+    # (`global` before the name's first assignment: after it, Python refuses the file, an invalid-syntax entry.)
+    write(tmp_path / "build.py", text.replace("def build(fabric: Fabric):\n", "def build(fabric: Fabric):\n    global optimizer\n").replace(
         "    policy, optimizer = fabric.setup(policy, optimizer)\n    policy.mark_forward_method(\"act\")\n"
-        "    return policy, optimizer", "    global optimizer\n    return fabric.setup(policy, optimizer)"))
+        "    return policy, optimizer", "    return fabric.setup(policy, optimizer)"))
     code, out, err = run(["check", "--format", "json", "."], tmp_path, monkeypatch, capsys)
     [item] = json.loads(out)
     assert (item["code"], item["fix"]) == ("FAB001", None)
@@ -698,7 +700,7 @@ def test_fab004_removal_fix_keeps_the_block_valid(tmp_path, monkeypatch, capsys)
     write(tmp_path / "alone.py", header + "if True:\n    model.mark_forward_method(\"forward\")  # routed\nprint('ok')\n")
     write(tmp_path / "shared.py", header + "x = 1; model.mark_forward_method(\"forward\")\n")
     code, out, err = run(["check", "--fix", "alone.py"], tmp_path, monkeypatch, capsys)
-    assert (code, out) == (0, "Found 1 error (1 fixed, 0 remaining).\n"), err
+    assert (code, out) == (0, "Found 1 finding (1 fixed, 0 remaining).\n"), err
     assert (tmp_path / "alone.py").read_text(encoding="utf-8").endswith("if True:\n    pass  # routed\nprint('ok')\n")
     code, out, err = run(["check", "--format", "json", "shared.py"], tmp_path, monkeypatch, capsys)
     [item] = json.loads(out)

@@ -384,13 +384,18 @@ def test_a_cell_that_does_not_parse_is_left_out_and_the_rest_analysed(project):
     (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", "lr = ???  # exercise: fill in"),
                                                ("code", SETUP), ("code", CALL)))
     completed = run("check", ".", cwd=project)
-    assert completed.stdout.startswith("nb.ipynb:cell 4:2:16: FAB001")
-    assert completed.stderr.strip() == ("fabric-lsp: notice: nb.ipynb: left out, as they do not parse on their own: "
-                                        "cell 2: invalid syntax (line 1)")
+    # As ruff, the cell is reported as an invalid-syntax entry (by cell, exit 1), once: no notice repeats it.
+    assert completed.stdout.startswith("nb.ipynb:cell 2:1:6: invalid-syntax error: invalid syntax\n"
+                                       "nb.ipynb:cell 4:2:16: FAB001")
+    assert completed.returncode == 1
+    assert completed.stderr == ""
 
 
 def test_every_file_that_does_not_parse_is_reported(project):
     (project / "a.py").write_text("from lightning.fabric import Fabric\nx = (\n")
     (project / "b.py").write_text("from lightning.fabric import Fabric\ny = ]\n")
-    notices = [line for line in run("check", "--no-cache", ".", cwd=project).stderr.splitlines() if "not analysed" in line]
-    assert [line.split(":")[2].strip() for line in notices] == ["a.py", "b.py"]
+    completed = run("check", "--no-cache", "--output-format", "json", ".", cwd=project)
+    assert completed.returncode == 1
+    assert [(Path(f["filename"]).name, f["code"], f["location"]) for f in json.loads(completed.stdout)] == [
+        ("a.py", "invalid-syntax", {"row": 2, "column": 5}), ("b.py", "invalid-syntax", {"row": 2, "column": 5})]
+    assert "not analysed" not in completed.stderr  # said once: in the report

@@ -99,7 +99,7 @@ def test_text_format_lines_and_summary(findings, project):
         "train.py:21:13: FAB002 warning: `Block` owns parameters but has no `reset_parameters`\n"
         "  help: Add `reset_parameters` to `Block`\n"
         "\n"
-        "Found 3 errors (1 fixable); of these 1 warning, 1 hint.\n"
+        "Found 3 findings: 1 error, 1 warning, 1 hint (1 fixable).\n"
         "1 hidden fix can be enabled with the `--unsafe-fixes` option.\n"
     )
 
@@ -107,7 +107,7 @@ def test_text_format_lines_and_summary(findings, project):
 def test_text_format_with_unsafe_fixes_marks_them_fixable(findings, project):
     out = render_text(findings, ReportContext(cwd=str(project), unsafe_fixes=True))
     assert "train.py:21:13: FAB002 [*] warning:" in out
-    assert out.endswith("\nFound 3 errors (2 fixable); of these 1 warning, 1 hint.\n")
+    assert out.endswith("\nFound 3 findings: 1 error, 1 warning, 1 hint (2 fixable).\n")
 
 
 def test_text_paths_outside_the_current_directory_are_absolute(findings, project, tmp_path):
@@ -119,10 +119,10 @@ def test_text_paths_outside_the_current_directory_are_absolute(findings, project
 def test_text_summaries(findings, project):
     assert render_text([], ReportContext(cwd=str(project))) == "All checks passed!\n"
     one = [f for f in findings if f.code == "FAB003"]
-    assert render_text(one, ReportContext(cwd=str(project))).endswith("\n\nFound 1 error; of these 1 hint.\n")
+    assert render_text(one, ReportContext(cwd=str(project))).endswith("\n\nFound 1 finding: 1 hint.\n")
     after_fix = ReportContext(cwd=str(project), fix_mode=True, fixed=2)
-    assert render_text(one, after_fix).endswith("\n\nFound 3 errors (2 fixed, 1 remaining).\n")
-    assert render_text([], after_fix) == "Found 2 errors (2 fixed, 0 remaining).\n"
+    assert render_text(one, after_fix).endswith("\n\nFound 3 findings (2 fixed, 1 remaining).\n")
+    assert render_text([], after_fix) == "Found 2 findings (2 fixed, 0 remaining).\n"
 
 
 # --- json -----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ interpreter, settings):
 - tool: the fabric-lsp version and its own files (any change of the package's code or data);
 - interpreter: its path, its sys.path, the modification times of its site-packages folders (a
   `pip install` or uninstall changes them) and of the .pth files there; jedi's and Python's versions;
-- settings: everything of the Config that changes findings (select, ignore, severity, hints, ...).
+- settings: everything of the Config that changes findings (select, ignore, per-file-ignores,
+  severity, hints, ...). Each configuration of a run (each settings file) has its own file.
 
 A project's entry holds the findings of the files checked and the state of every Python file of
 the project (SHA-256 of its bytes; the size and mtime are kept to skip re-reading unchanged files):
@@ -103,6 +104,7 @@ def config_fingerprint(config: Config) -> str:
     return _digest(
         sorted(config.select), sorted(config.ignore), sorted((k, str(v.value)) for k, v in config.severity.items()),
         config.python, list(config.extend_records), records, config.hints, config.root, config.trusted,
+        sorted((pattern, sorted(codes)) for pattern, codes in config.per_file_ignores),
     )
 
 

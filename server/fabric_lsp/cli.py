@@ -1,8 +1,10 @@
 """The `fabric-lsp` command: check / explain / rules / serve (DESIGN.md "Command line").
 
-`check` builds one Config (defaults <- `[tool.fabric-lsp]` <- command line) and passes it to the
-engine, which applies select/ignore/severity/hints itself; this module only finds and reads files,
-runs the engine (in parallel processes for many files), applies fixes and prints a report.
+`check` gives each file its Config (defaults <- its closest settings file <- command line:
+config.ConfigResolver, ruff's hierarchy) and passes it to the engine, which applies
+select/ignore/per-file-ignores/severity/hints/noqa itself; this module only finds and reads files
+(or standard input), runs the engine (in parallel processes for many files; one group per project
+and configuration), applies fixes and prints a report.
 
 Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or internal error
 (`--exit-zero` turns 1 into 0). Notices about files that cannot be checked go to stderr as
@@ -10,7 +12,9 @@ Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or in
 
 Additions to the stable contract: `--hints` (hint-level findings are off in the CLI by default),
 `--unsafe-fixes`, `--config PATH`, `--jobs N`, `--no-cache` (see cache.py), `explain --format text|markdown`, `explain -`
-(message from stdin), `rules --format text|json`.
+(message from stdin), `rules [CODE ...] --format text|json|markdown` (markdown: the pages of docs/rules/),
+`serve --stdio` (the default transport, named), and `--pipe`/`--socket`/`--node-ipc` refused in one line.
+`explain` exits 1 when the message matches no record (2 for a code-shaped query that names no rule).
 """
 
 from __future__ import annotations
@@ -39,11 +43,14 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
 
 import fabric_lsp
 from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import Config, expand_codes, load_config
+from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
-from fabric_lsp.findings import Finding, Severity
-from fabric_lsp.report import FORMATS, ReportContext, fixable, render, sort_key
+from fabric_lsp.findings import Finding, Position, Severity
+from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
+                               render_statistics, sort_key)
+from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
+from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_lines
 from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
@@ -94,7 +101,7 @@ def _read_all(paths: list[str], config: Config) -> tuple[dict[str, str], dict[st
     return texts, results
 
 
-def _read_with_notices(paths: list[str], config: Config):
+def _read_with_notices(paths: list[str], config: Config, sources: dict[str, DecodedFile] | None = None):
     texts: dict[str, str] = {}
     results: dict[str, FileResult] = {}
     warned: dict[str, Notice] = {}  # read and checked, with something to say (a notebook not fixable)
@@ -104,6 +111,8 @@ def _read_with_notices(paths: list[str], config: Config):
             results[path] = FileResult(path, notice=notice)
         else:
             texts[path] = source.text
+            if sources is not None:
+                sources[path] = source
             if notice is not None:
                 warned[path] = notice
     return texts, results, warned
@@ -136,28 +145,55 @@ def check_file(path: str, config: Config) -> FileResult:
     return check_project([path], config)[0]
 
 
-def _by_project(paths: Sequence[str], config: Config) -> list[list[str]]:
+def _by_project(paths: Sequence[str], config: Config | ConfigResolver) -> list[list[str]]:
+    return [group for _, group in _config_groups(paths, config)]
+
+
+def _resolver(config: Config | ConfigResolver) -> ConfigResolver:
+    return config if isinstance(config, ConfigResolver) else ConfigResolver.fixed(config)
+
+
+def _config_groups(paths: Sequence[str], config: Config | ConfigResolver) -> list[tuple[Config, list[str]]]:
+    """The files grouped by (project root, configuration), each with its Config: as ruff, each file
+    is checked with the settings of its closest settings file (config.ConfigResolver), whatever
+    else is checked in the same run. Sorted by root."""
     from fabric_lsp.engine import project_root_for
 
-    groups: dict[str, list[str]] = {}
+    configs = _resolver(config)
+    groups: dict[tuple[str, int], tuple[Config, list[str]]] = {}
     for path in paths:
-        groups.setdefault(project_root_for(path, config.root, config.fallback_root), []).append(path)
-    return [groups[root] for root in sorted(groups)]
+        file_config = configs.for_path(path)
+        root = project_root_for(path, file_config.root, file_config.fallback_root)
+        groups.setdefault((root, id(file_config)), (file_config, []))[1].append(path)
+    return [groups[key] for key in sorted(groups, key=lambda key: key[0])]
+
+
+def _project_root(config: Config | ConfigResolver, path: str) -> str:
+    return _resolver(config).project_root(path)
 
 
 # Plans made by the parent process, read by forked workers (they inherit the parent's memory).
 _PLANS: dict[int, tuple] = {}
+# Files whose syntax is still to be checked: (path, text, notebook), read by forked workers too. A task
+# with the token SYNTAX_TASK checks the files [start, end) of this list (report/syntax.py).
+_SYNTAX: list[tuple[str, str, object]] = []
+SYNTAX_TASK = -1
+SYNTAX_TASK_CHARS = 1 << 20  # about 0.1 s of parsing per task
 
 
-def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config) -> list[tuple[int, int, list[FileResult]]]:
-    """(plan token, program number, the results of the program's checked files) for each task."""
+def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config | None = None) -> list[tuple[int, int, list[FileResult]]]:
+    """(plan token, program number, the results of the program's checked files) for each task; for
+    a syntax task (SYNTAX_TASK, start, a result with the invalid-syntax entries of each file that has some)."""
     done = []
     for token, numbers in tasks:
-        paths, plan = _PLANS[token]
+        if token == SYNTAX_TASK:
+            done.append((token, numbers[0], _check_syntax(*numbers)))
+            continue
+        paths, plan, plan_config = _PLANS[token]  # each plan is checked with its files' configuration
         members = {path for number in numbers for path in plan.groups[number]}
         mine = [path for path in paths if os.path.abspath(path) in members]  # the task's own files only
         if mine:
-            done.append((token, numbers[0], check_project(mine, config, plan, numbers)))
+            done.append((token, numbers[0], check_project(mine, plan_config, plan, numbers)))
     return done
 
 
@@ -165,33 +201,58 @@ class ProgramResults:
     """Results of programs kept from an earlier run (cache.FindingsCache), by program key: a program
     whose files are all unchanged is not solved again when another part of its project changed."""
 
-    def __init__(self, cache: FindingsCache, need_edits: bool, interpreters: dict[str, str]) -> None:
+    def __init__(self, cache: FindingsCache | None, need_edits: bool, interpreters: dict[str, str],
+                 caches: dict[str, FindingsCache] | None = None) -> None:
         self.cache = cache
+        self.caches = caches or {}  # project root -> the cache of its configuration (else `cache`)
         self.need_edits = need_edits
         self.interpreters = interpreters  # project root -> fingerprint of its analysis interpreter
         self.fresh: dict[str, dict] = {}  # root -> key -> stored form (this run's programs)
 
+    def cache_for(self, root: str) -> FindingsCache | None:
+        return self.caches.get(root, self.cache)
+
     def lookup(self, root: str, key: str) -> tuple[dict[str, tuple[Finding, ...]], tuple[str, ...]] | None:
         interpreter = self.interpreters.get(root)
-        found = self.cache.lookup_program(root, interpreter, key, self.need_edits) if interpreter else None
+        cache = self.cache_for(root)
+        found = cache.lookup_program(root, interpreter, key, self.need_edits) if interpreter and cache else None
         if found is not None:
-            self.fresh.setdefault(root, {})[key] = self.cache.stored_program(root, key, interpreter)
+            self.fresh.setdefault(root, {})[key] = cache.stored_program(root, key, interpreter)
         return found
 
     def store(self, root: str, key: str, results: list[FileResult]) -> None:
         if all(r.error is None and r.notice is None for r in results):
-            self.fresh.setdefault(root, {})[key] = self.cache.program_entry(
+            self.fresh.setdefault(root, {})[key] = FindingsCache.program_entry(
                 {os.path.abspath(r.path): r.findings for r in results},
                 sorted({note for r in results for note in r.analysis_notices}),
             )
 
+    def syntax(self, root: str, path: str) -> tuple[Finding, ...] | None:
+        """The `invalid-syntax` entries stored for `path` by the project's last run, if the file is
+        unchanged since (its stamp: size, mtime, SHA-256): an unchanged file is not parsed again."""
+        from fabric_lsp.cache import finding_from_json, unchanged
+        from fabric_lsp.report.syntax import CODE
 
-def check_files(paths: Sequence[str], config: Config, jobs: int = 0,
+        cache = self.cache_for(root)
+        entry = cache.projects.get(root) if cache is not None else None
+        if not isinstance(entry, dict) or entry.get("interpreter") != self.interpreters.get(root):
+            return None
+        try:
+            state, stored = entry["files"].get(path), entry["findings"].get(path)
+            if not isinstance(state, list) or not isinstance(stored, list) or not unchanged([path, *state]):
+                return None
+            return tuple(finding_from_json(item) for item in stored if item.get("code") == CODE)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+
+
+def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int = 0,
                 programs: ProgramResults | None = None) -> list[FileResult]:
     """Results for `paths`, in the same order. `jobs`: 0 = automatic, 1 = serial. The files of one
-    project are planned together (which files form which programs); the programs are spread over
-    the worker processes. With `programs`, a program kept from an earlier run is not solved again."""
-    groups = _by_project(paths, config)
+    project and one configuration (`config`: one Config for all, or a ConfigResolver giving each
+    file its own) are planned together (which files form which programs); the programs are spread
+    over the worker processes. With `programs`, a program kept from an earlier run is not solved again."""
+    groups = _config_groups(paths, config)
     workers = jobs if jobs > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     from fabric_lsp.engine import plan_for, workspace_for
@@ -199,18 +260,26 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0,
     found: dict[str, FileResult] = {}
     tasks: list[tuple[int, list[int], int]] = []  # (plan token, program numbers, size)
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (token, number) -> (root, program key)
+    broken: dict[str, tuple[Finding, ...]] = {}  # path -> its invalid-syntax entries (report/syntax.py)
     try:
-        for group in groups:
-            texts, unread, warned = _read_with_notices(group, config)
+        for group_config, group in groups:
+            sources: dict[str, DecodedFile] = {}
+            texts, unread, warned = _read_with_notices(group, group_config, sources)
             found.update(unread)
             for path in texts:
                 found[path] = FileResult(path, notice=warned.get(path))  # no finding unless a program says otherwise
             if not texts:
                 continue
             absolute = {os.path.abspath(p): t for p, t in texts.items()}
-            plan = plan_for(sorted(absolute), config, workspace_for(config, next(iter(absolute))), absolute)
+            plan = plan_for(sorted(absolute), group_config, workspace_for(group_config, next(iter(absolute))), absolute)
+            for path, source in sources.items():  # ruff reports every file that does not parse
+                kept = programs.syntax(plan.root, os.path.abspath(path)) if programs is not None else None
+                if kept is None:
+                    _SYNTAX.append((path, source.text, source.notebook))
+                elif kept:
+                    broken[path] = kept
             token = len(_PLANS)
-            _PLANS[token] = (list(texts), plan)
+            _PLANS[token] = (list(texts), plan, group_config)
             by_absolute = {os.path.abspath(p): p for p in texts}
             for number in plan.groups_of(absolute):
                 if programs is not None:
@@ -225,26 +294,64 @@ def check_files(paths: Sequence[str], config: Config, jobs: int = 0,
                         continue
                     keys[(token, number)] = (plan.root, key)
                 tasks.append((token, [number], len(plan.groups[number])))
+        tasks.extend(_syntax_tasks())
     except Exception as error:
         _PLANS.clear()
+        _SYNTAX.clear()
         message = _internal_error(error)
         return [FileResult(path, error=message) for path in paths]
     try:
-        for token, number, results in _solve_tasks(tasks, config, workers, jobs, len(paths), forkable):
+        for token, number, results in _solve_tasks(tasks, None, workers, jobs, len(paths), forkable):
+            if token == SYNTAX_TASK:
+                broken.update((result.path, result.findings) for result in results)
+                continue
             for result in results:
                 found[result.path] = result
             if (token, number) in keys and programs is not None:
                 programs.store(*keys[(token, number)], results)
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
-        for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks], config):
-            found.update((result.path, result) for result in results)
+        for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks]):
+            if token == SYNTAX_TASK:
+                broken.update((result.path, result.findings) for result in results)
+            else:
+                found.update((result.path, result) for result in results)
     finally:
         _PLANS.clear()
+        _SYNTAX.clear()
+    for path, entries in broken.items():
+        found[path] = replace(found[path], findings=tuple(sorted(found[path].findings + entries, key=sort_key)))
     return [found[path] for path in paths]
 
 
-def _solve_tasks(tasks, config: Config, workers: int, jobs: int, count: int, forkable: bool):
+def _syntax_tasks() -> list[tuple[int, list[int], int]]:
+    """The files of _SYNTAX in tasks of about SYNTAX_TASK_CHARS characters each (parsing costs by
+    the character), spread over the workers with the programs."""
+    tasks = []
+    start, size = 0, 0
+    for index, (_, text, _) in enumerate(_SYNTAX):
+        size += len(text)
+        if size >= SYNTAX_TASK_CHARS or index == len(_SYNTAX) - 1:
+            tasks.append((SYNTAX_TASK, [start, index + 1], 1))
+            start, size = index + 1, 0
+    return tasks
+
+
+def _check_syntax(start: int, end: int) -> list[FileResult]:
+    from fabric_lsp.report.syntax import syntax_findings
+
+    found = []
+    for path, text, notebook in _SYNTAX[start:end]:
+        try:
+            entries = syntax_findings(os.path.abspath(path), text, notebook)
+        except Exception:  # a parser bug must not lose the run: the analysis says what it could not read
+            entries = ()
+        if entries:
+            found.append(FileResult(path, findings=entries))
+    return found
+
+
+def _solve_tasks(tasks, config: Config | None, workers: int, jobs: int, count: int, forkable: bool):
     """The tasks' results, in this process or spread over forked workers."""
     if workers <= 1 or count < (PARALLEL_MIN_FILES if jobs == 0 else 2) or not forkable or len(tasks) < 2:
         return _run_tasks([(token, numbers) for token, numbers, _ in tasks], config)
@@ -279,41 +386,93 @@ def _cache_interpreter(config: Config, cwd: str):
     return choose_interpreter(config.root or cwd, config.python, config.trusted)
 
 
-def check_files_cached(paths: Sequence[str], config: Config, jobs: int, cache: FindingsCache | None,
-                       need_edits: bool = False) -> list[FileResult]:
+class CacheSet:
+    """The findings caches of one run: one per configuration (cache.FindingsCache: the file lives in
+    the configuration's root and is keyed by its analysis interpreter and its settings)."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.off = False
+        self._caches: dict[int, tuple[Config, FindingsCache | None]] = {}
+
+    def for_config(self, config: Config) -> FindingsCache | None:
+        if self.off:
+            return None
+        known = self._caches.get(id(config))
+        if known is None:
+            chosen = _cache_interpreter(config, self.cwd)
+            try:
+                cache = FindingsCache.open(config, chosen.python, self.cwd, chosen.runnable)
+            except CacheUnavailable as error:
+                _say(f"{PROG}: notice: {error}")
+                self.off = True
+                return None
+            known = self._caches[id(config)] = (config, cache)  # the Config is kept: its id stays its own
+        return known[1]
+
+    def save(self) -> None:
+        for _, cache in self._caches.values():
+            if cache is not None:
+                cache.save()
+
+
+class _OneCache(CacheSet):
+    """One FindingsCache for every configuration (a caller that opened it itself)."""
+
+    def __init__(self, cache: FindingsCache) -> None:
+        super().__init__(os.getcwd())
+        self.cache = cache
+
+    def for_config(self, config: Config) -> FindingsCache | None:
+        return self.cache
+
+    def save(self) -> None:
+        self.cache.save()
+
+
+def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jobs: int,
+                       cache: CacheSet | FindingsCache | None, need_edits: bool = False) -> list[FileResult]:
     """check_files, answering from the persistent cache (see cache.py) the projects whose files
-    have not changed (with `need_edits`, not those with fixable findings: no edit is cached)."""
+    have not changed (with `need_edits`, not those with fixable findings: no edit is cached). Each
+    (project, configuration) group is looked up in the cache of its configuration."""
     if cache is None:
         return check_files(paths, config, jobs)
+    caches = cache if isinstance(cache, CacheSet) else _OneCache(cache)
     from fabric_lsp.analysis.workspace import choose_interpreter
     from fabric_lsp.engine import project_files, project_root_for
 
     results: dict[str, FileResult] = {}
     misses: list[str] = []
-    pending: list[tuple[str, str, dict | None, list[str]]] = []
-    for group in _by_project(paths, config):
-        root = project_root_for(group[0], config.root, config.fallback_root)
-        chosen = choose_interpreter(root, config.python, config.trusted)
+    pending: list[tuple[str, str, dict | None, list[str], FindingsCache]] = []
+    for group_config, group in _config_groups(paths, config):
+        group_cache = caches.for_config(group_config)
+        if group_cache is None:
+            misses.extend(group)
+            continue
+        root = project_root_for(group[0], group_config.root, group_config.fallback_root)
+        chosen = choose_interpreter(root, group_config.python, group_config.trusted)
         interpreter = interpreter_fingerprint(chosen.python, chosen.runnable)
-        files = project_files(root, config, group)
-        found = cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
+        files = project_files(root, group_config, group)
+        found = group_cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
         if found is not None:
-            notes = cache.notices(root)
+            notes = group_cache.notices(root)
             for path in group:
                 results[path] = FileResult(path, findings=found[os.path.abspath(path)], analysis_notices=notes)
             continue
-        pending.append((root, interpreter, cache.file_states(files), group))  # states before the check
+        pending.append((root, interpreter, group_cache.file_states(files), group, group_cache))  # states before the check
         misses.extend(group)
-    programs = ProgramResults(cache, need_edits, {os.path.abspath(root): interpreter for root, interpreter, _, _ in pending})
+    programs = ProgramResults(None, need_edits, {os.path.abspath(root): interpreter for root, interpreter, *_ in pending},
+                              {os.path.abspath(root): group_cache for root, _, _, _, group_cache in pending})
     fresh = {r.path: r for r in check_files(misses, config, jobs, programs)}
-    for root, interpreter, states, group in pending:
+    for root, interpreter, states, group, group_cache in pending:
         group_results = [fresh[path] for path in group]
         results.update((r.path, r) for r in group_results)
         if all(r.error is None and r.notice is None for r in group_results):
-            cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
-                        sorted({note for r in group_results for note in r.analysis_notices}),
-                        programs.fresh.get(os.path.abspath(root), {}))
-    cache.save()
+            group_cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
+                              sorted({note for r in group_results for note in r.analysis_notices}),
+                              programs.fresh.get(os.path.abspath(root), {}))
+    results.update((path, fresh[path]) for path in misses if path not in results)
+    caches.save()
     return [results[path] for path in paths]
 
 
@@ -333,8 +492,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="check Python files and directories")
-    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
-    check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    check.add_argument("paths", nargs="*", metavar="PATH",
+                       help="files or directories (default: .), or - to read the source from stdin")
+    # Output (report/): --output-format as ruff, --format kept (the stable contract's name).
+    check.add_argument("--output-format", "--format", dest="format", choices=FORMATS + tuple(FORMAT_ALIASES),
+                       default="text", metavar="FORMAT",
+                       help=f"output format: {', '.join(FORMATS)} (default: text; --format is the same option)")
+    check.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of stdout")
+    check.add_argument("--statistics", action="store_true",
+                       help="show how many findings of each code instead of the findings (text or json)")
+    check.add_argument("-q", "--quiet", action="store_true", help="show the findings only: no summary")
+    check.add_argument("--show-fixes", action="store_true", help="with --fix, list what was fixed in each file")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                       help="colour the text output (default: auto, on a terminal; NO_COLOR and FORCE_COLOR apply)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes and report what remains")
     check.add_argument(
         "--unsafe-fixes",
@@ -344,8 +514,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--diff", action="store_true", help="print the fixes as unified diffs instead of writing them"
     )
-    check.add_argument("--select", metavar="CODES", help="comma-separated rule codes to report (replaces the config's)")
-    check.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes not to report (replaces the config's)")
+    # As ruff: comma-separated codes or prefixes (ALL too), the option may be repeated.
+    check.add_argument("--select", metavar="CODES", action="append",
+                       help="rule codes to report, comma-separated (replaces the configured selection)")
+    check.add_argument("--extend-select", metavar="CODES", action="append",
+                       help="rule codes to report besides the configured selection")
+    check.add_argument("--ignore", metavar="CODES", action="append",
+                       help="rule codes not to report (added to the configured ignore list)")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude, extend-exclude and .gitignore to paths named on the command line too")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="read the source from stdin and check it as the file PATH (its settings, its project)")
     check.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages the analysis resolves")
     check.add_argument("--trust-workspace", action="store_true",
                        help="let the repository choose programs to run (its pyproject python, its .venv)")
@@ -353,25 +532,37 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--hints", action="store_true", help="also report hint-level findings (off by default in the CLI)"
     )
-    check.add_argument("--config", metavar="PATH", help="settings file instead of the nearest pyproject.toml")
+    check.add_argument("--config", metavar="PATH",
+                       help="settings file for every checked file, instead of each file's closest one")
     check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
     check.add_argument("--no-cache", action="store_true", help=f"do not read or write {CACHE_DIR_NAME}/")
 
     explain = commands.add_parser("explain", help="show the documentation of a rule or a runtime error")
     explain.add_argument(
-        "query", nargs="+", metavar="CODE|MESSAGE", help="a rule code or name, a record id, an error message, or - for stdin"
+        "query", nargs="+", metavar="CODE|MESSAGE",
+        help="a rule code or name, a record id, a runtime error message or at least 3 words of it, or - for stdin"
     )
     explain.add_argument("--format", choices=("text", "markdown"), default="text")
 
     rules = commands.add_parser("rules", help="list the rules, their codes and records")
-    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules.add_argument("codes", nargs="*", metavar="CODE", help="only these rules (codes or names)")
+    rules.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                       help="markdown: each rule's documentation page, as in docs/rules/")
 
     serve = commands.add_parser("serve", help="run the language server over stdio")
+    serve.add_argument("--stdio", action="store_true",
+                       help="LSP over stdin/stdout (the default; accepted because language clients append it)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (loopback only) instead of stdio")
     serve.add_argument(
         "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token "
         "(default: $FABRIC_LSP_TOKEN)"
     )
+    # What vscode-languageclient (and clients modelled on it) may append for its other transports:
+    # recognised so that the answer is one clear line instead of "unrecognized arguments".
+    serve.add_argument("--pipe", metavar="NAME", help=argparse.SUPPRESS)
+    serve.add_argument("--socket", metavar="PORT", help=argparse.SUPPRESS)
+    serve.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
     return parser
 
 
@@ -379,16 +570,21 @@ def build_parser() -> argparse.ArgumentParser:
 # check
 
 
-def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, list[str]]:
+def _build_config(args: argparse.Namespace) -> ConfigResolver:
+    """The configuration of each checked file: its closest settings file (or `--config` for all)
+    with the command line on top (`--select` replaces the selection, `--extend-select` adds to it,
+    `--ignore` adds to the ignored codes, as in ruff). Problems in settings files are collected by
+    the resolver as the files are read (ConfigResolver.take_problems)."""
     overrides: dict[str, object] = {}
-    for option in ("select", "ignore"):
+    for option in ("select", "extend_select", "ignore"):
         value = getattr(args, option)
         if value is not None:
-            codes = _codes(value)
+            codes = [code for item in value for code in _codes(item)]
+            name = "--" + option.replace("_", "-")
             try:
                 expand_codes(codes)
             except ValueError as bad:
-                raise UsageError(f"--{option}: {bad}") from None
+                raise UsageError(f"{name}: {bad}") from None
             overrides[option] = codes
     if args.python is not None:
         python = os.path.abspath(os.path.expanduser(args.python))
@@ -402,9 +598,8 @@ def _build_config(args: argparse.Namespace, paths: list[str]) -> tuple[Config, l
         config_file = Path(args.config)
         if not config_file.is_file():
             raise UsageError(f"--config: {args.config}: no such file")
-    config, problems = load_config(Path(paths[0]), overrides, config_file=config_file, overrides_source="command line",
-                                   trust_workspace=args.trust_workspace)
-    return replace(config, fallback_root=os.getcwd()), problems
+    return ConfigResolver(overrides, config_file=config_file, overrides_source="command line",
+                          trust_workspace=args.trust_workspace, fallback_root=os.getcwd())
 
 
 class ChangedSinceChecked(Exception):
@@ -472,7 +667,7 @@ class FixOutcome:
 
 def fix_findings(
     findings: Sequence[Finding], *, unsafe_fixes: bool, write: bool, max_file_size: int, cwd: str,
-    checked_digests: Mapping[str, str] | None = None,
+    checked_digests: Mapping[str, str] | None = None, sources: Mapping[str, DecodedFile] | None = None,
 ) -> FixOutcome:
     """Apply the fixes of `findings` that are fixable (safe ones; unsafe ones too with
     `unsafe_fixes`), in the findings' order, skipping fixes that overlap an earlier one. With
@@ -481,12 +676,13 @@ def fix_findings(
     `checked_digests` (absolute path -> SHA-256 of the bytes read before the analysis): a file whose
     bytes differ now is not fixed ("changed since it was checked"), nor is one missing from it;
     None trusts the current bytes (callers that analysed them just now). A result that does not
-    parse is never written."""
+    parse is never written. `sources`: files given as read (standard input), not read from disk."""
     outcome = FixOutcome()
     selected = [f for f in findings if fixable(f, unsafe_fixes)]
     unwritable: set[str] = set()  # notebooks read but not written (said once each)
     for path in sorted({edit.path for f in selected for edit in f.fix.edits}):
-        source, notice = read_source(path, max_file_size)
+        given = sources.get(path) if sources is not None else None
+        source, notice = (given, None) if given is not None else read_source(path, max_file_size)
         if source is None:
             outcome.messages.append(notice.format(cwd))
         elif checked_digests is not None and checked_digests.get(os.path.abspath(path)) != source.digest:
@@ -620,6 +816,7 @@ def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> i
 def cmd_check(args: argparse.Namespace) -> int:
     from fabric_lsp import engine
 
+    _output_options(args)
     engine.remember_runs(False)  # each program is solved once here: nothing to replay later
     try:
         return _cmd_check(args)
@@ -629,33 +826,200 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     cwd = os.getcwd()
-    paths = args.paths or ["."]
     if args.jobs < 0:
         raise UsageError("--jobs: expected 0 (automatic) or a positive number")
-    for path in paths:
-        if not os.path.lexists(path):
-            raise UsageError(f"{path}: no such file or directory")
-    config, problems = _build_config(args, paths)
-    for problem in problems:
+    configs = _build_config(args)
+    if args.stdin_filename is not None or args.paths == ["-"]:
+        return _check_stdin(args, cwd, configs)
+    paths = args.paths or ["."]
+    # As ruff, a path that does not exist is reported and the others are checked; the run then
+    # ends with status 2 (a usage error), whatever the findings.
+    missing = [path for path in paths if not os.path.lexists(path)]
+    for path in missing:
+        _say(f"{PROG}: error: {path}: no such file or directory")
+    paths = [path for path in paths if path not in missing]
+    if not paths:
+        return 2
+    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude)
+    for problem in configs.take_problems():
         _say(problem)
-    files, notices = discover(paths, config.exclude, config.root or cwd, config.included, config.notebooks)
-    chosen = _cache_interpreter(config, cwd)
-    cache = None
-    if not args.no_cache:
+    _warn_noqa(files, configs, cwd)
+    cache = None if args.no_cache else CacheSet(cwd)
+    status = _check_and_report(args, cwd, configs, files, notices, cache)
+    for problem in configs.take_problems():  # settings read late (none so far; said all the same)
+        _say(problem)
+    return 2 if missing else status
+
+
+def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
+    """One warning per malformed `# noqa` directive of the checked files (fabric_lsp.noqa, in
+    ruff's words): such a directive suppresses nothing. Said on every run, cached results or not."""
+    from fabric_lsp import noqa
+
+    for path in files:
         try:
-            cache = FindingsCache.open(config, chosen.python, cwd, chosen.runnable)
-        except CacheUnavailable as error:
-            _say(f"{PROG}: notice: {error}")
-    return _check_and_report(args, cwd, config, files, notices, cache)
+            with open(path, "rb", opener=lambda name, flags: os.open(name, flags | getattr(os, "O_NONBLOCK", 0))) as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    continue
+                mentions = b"noqa" in handle.read(byte_limit(path, configs.for_path(path).max_file_size) + 1).lower()
+        except OSError:
+            continue
+        if mentions:
+            source, _ = read_source(path, configs.for_path(path).max_file_size)
+            if source is not None and noqa.may_warn(source.text):
+                _say_noqa_problems(source, cwd)
 
 
-def _library_paths(config: Config, files: Sequence[str]) -> list[str]:
+def _say_noqa_problems(source: DecodedFile, cwd: str, display: str | None = None) -> None:
+    from fabric_lsp import noqa
+
+    for problem in noqa.directives(source.text).problems:
+        where = f"{display or display_path(source.path, cwd)}:{problem.line + 1}"
+        if source.notebook is not None:
+            from fabric_lsp.notebook import NotebookLocator
+
+            number, inside = NotebookLocator(source.notebook).cell_position(Position(problem.line, 0))
+            if number is not None:
+                where = f"{display or display_path(source.path, cwd)}:cell {number}:{inside.line + 1}"
+        _say(f"{PROG}: warning: {where}: {problem.message}")
+
+
+def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) -> int:
+    """`check -` or `--stdin-filename PATH`: the source read from standard input, checked as the
+    file PATH would be (its settings, its project, a notebook's JSON for `.ipynb`; the file on disk,
+    if there is one, is not read), as editors' linters run it (ALE, nvim-lint, flycheck,
+    efm-langserver). As ruff: the report goes to stdout; with `--fix` the fixed source goes to
+    stdout (unchanged when nothing is fixed) and the report to stderr; `--diff` prints the diff.
+    A fix edits standard input only (a fix of another file offers its in-file alternative)."""
+    from fabric_lsp.walk import NOTEBOOK_SUFFIXES, decode_notebook, decode_source, force_excluded
+
+    for other in args.paths:
+        if other != "-":
+            _say(f"{PROG}: warning: ignoring {other} in favor of standard input")
+    name = args.stdin_filename if args.stdin_filename is not None else "-"
+    path = os.path.abspath(name)
+    config = configs.for_path(path)
+    for problem in configs.take_problems():
+        _say(problem)
+    limit = byte_limit(path, config.max_file_size)
+    data = sys.stdin.buffer.read(limit + 1)
+    to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
+    report = sys.stderr if to_stdout else sys.stdout
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet,
+                            color=args.output_file is None and use_color(args.color, report))
+
+    def unchecked(reason: str | None) -> int:
+        if reason:
+            _say(f"{PROG}: notice: {display_path(path, cwd)}: {reason}")
+        if to_stdout:
+            sys.stdout.buffer.write(data + sys.stdin.buffer.read())
+            sys.stdout.flush()
+        report.write(render(args.format, [], context))
+        report.flush()
+        return 0
+
+    if len(data) > limit:
+        return unchecked(f"file is larger than max-file-size (> {limit} bytes)")
+    if args.force_exclude and args.stdin_filename is not None and force_excluded(path, False, configs.selection_for):
+        return unchecked(None)
+    notebook = name.endswith(NOTEBOOK_SUFFIXES)
+    if notebook and not config.notebooks:
+        return unchecked("a notebook, and notebooks are off (notebooks = false); skipped")
+    source, notice = decode_notebook(path, data) if notebook else decode_source(path, data)
+    if source is None:
+        return unchecked(notice.reason)
+    if notice is not None:
+        _say(notice.format(cwd))
+    _say_noqa_problems(source, cwd)
+    failed = False
+    try:
+        findings = _stdin_findings(source, config, cwd)
+    except Exception as error:
+        _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+        findings, failed = [], True
+    fixing = args.fix or args.diff
+    bounds = FixBounds([path])
+    findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=fixing)
+    context.notebooks = _stdin_notebooks(source)
+    if not fixing:
+        write_report(args, findings, context)
+        return exit_status(findings, failed, args.exit_zero)
+    outcome = fix_findings(findings, unsafe_fixes=args.unsafe_fixes, write=False, max_file_size=config.max_file_size,
+                           cwd=cwd, sources={path: source})
+    for message in outcome.messages:
+        _say(message)
+    failed = failed or outcome.failed
+    shown = display_path(path, cwd)
+    if args.diff:
+        for number, (before, after) in sorted(outcome.cell_changes.get(path, {}).items()):
+            sys.stdout.write(escape_lines(unified_diff(before, after, f"{shown}:cell {number}")))
+        if path in outcome.texts and path not in outcome.cell_changes:
+            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], shown)))
+        sys.stdout.flush()
+        count = outcome.fixed
+        if not args.quiet:
+            _say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
+        return 2 if failed else (1 if outcome.texts else 0)
+    if path in outcome.texts:
+        fixed = outcome.notebook_json.get(path, outcome.texts[path]).encode(source.encoding)
+        sys.stdout.buffer.write(fixed)
+        sys.stdout.flush()
+        source, _ = decode_notebook(path, fixed) if notebook else decode_source(path, fixed)
+        try:
+            findings = _stdin_findings(source, config, cwd, say=False) if source is not None else []
+        except Exception as error:
+            _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+            findings, failed = [], True
+        findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
+        context.notebooks = _stdin_notebooks(source) if source is not None else {}
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    context.fix_mode, context.fixed = True, outcome.fixed
+    report.write(render(args.format, findings, context))
+    report.flush()
+    return exit_status(findings, failed, args.exit_zero)
+
+
+def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = True) -> list[Finding]:
+    """The findings of a source given on standard input (the engine, with the project's files on
+    disk around it), its invalid-syntax entries, and the analysis's notices said on stderr."""
+    from fabric_lsp.analysis import incremental
+    from fabric_lsp.engine import check_paths
+
+    found, _, notes = check_paths({source.path: source.text}, config)
+    incremental.forget(source.path)
+    findings = list(found.get(source.path, ()))
+    try:
+        from fabric_lsp.report.syntax import syntax_findings, without_syntax_notices
+    except ImportError:  # pragma: no cover - shipped together
+        entries: tuple = ()
+    else:
+        entries = syntax_findings(source.path, source.text, source.notebook)
+        if entries:
+            notes = without_syntax_notices(notes, {source.path})
+    if say:
+        for note in sorted(set(notes)):
+            where, _, reason = note.partition(": ")
+            _say(f"{PROG}: notice: {display_path(where, cwd) if os.path.isabs(where) else where}: {reason}")
+    return findings + list(entries)
+
+
+def _stdin_notebooks(source: DecodedFile) -> dict[str, object]:
+    if source.notebook is None:
+        return {}
+    from fabric_lsp.notebook import NotebookLocator
+
+    return {source.path: NotebookLocator(source.notebook)}
+
+
+def _library_paths(config: Config | ConfigResolver, files: Sequence[str]) -> list[str]:
     """The analysed interpreters' library paths (Workspace.library_path) of the checked projects."""
     from fabric_lsp.engine import workspace_for
 
     found: list[str] = []
-    for group in _by_project(files, config):
-        found.extend(workspace_for(config, os.path.abspath(group[0])).library_path)
+    for group_config, group in _config_groups(files, config):
+        found.extend(workspace_for(group_config, os.path.abspath(group[0])).library_path)
     return found
 
 
@@ -672,6 +1036,59 @@ def _confine(findings: list[Finding], bounds: FixBounds, cwd: str, say: bool) ->
     return kept
 
 
+def _output_options(args: argparse.Namespace) -> None:
+    """The output options checked and normalised (report/): a format alias by its format's name."""
+    args.format = FORMAT_ALIASES.get(args.format, args.format)
+    if args.statistics and args.format not in STATISTICS_FORMATS:
+        raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
+    if args.output_file is not None and not args.output_file.strip():
+        raise UsageError("--output-file: expected a file name")
+
+
+def write_report(args: argparse.Namespace, findings: Sequence[Finding], context: ReportContext) -> None:
+    """The report (or the statistics) on stdout, or into --output-file (notices stay on stderr)."""
+    if args.statistics:
+        text = render_statistics(args.format, findings, context)
+    else:
+        text = render(args.format, findings, context)
+    if args.output_file is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(args.output_file)
+    try:
+        if target.parent != Path(""):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror or error}") from None
+
+
+def _syntax_broken(results) -> dict[str, set[str]]:
+    """The files (absolute paths) reported as invalid-syntax among `results`, with the cells reported
+    (notebooks)."""
+    found: dict[str, set[str]] = {}
+    for result in results:
+        for finding in result.findings:
+            if is_syntax_finding(finding):
+                found.setdefault(os.path.abspath(finding.span.path), set()).add(finding.context.get("cell", ""))
+    return found
+
+
+def _without_cells_left_out(notice: Notice | None, broken: dict[str, set[str]]) -> Notice | None:
+    """A notebook's notice "left out, as they do not parse on their own: cell 2: ...; cell 5: ..."
+    without the cells reported as invalid-syntax entries (said once, in the report)."""
+    marker = "left out, as they do not parse on their own: "
+    if notice is None or marker not in notice.reason or os.path.abspath(notice.path) not in broken:
+        return notice
+    reported = broken[os.path.abspath(notice.path)]
+    before, _, cells = notice.reason.partition(marker)
+    kept = [part for part in cells.split("; ") if part.partition(":")[0].removeprefix("cell ") not in reported]
+    reason = before + marker + "; ".join(kept) if kept else before.rstrip("; ")
+    return replace(notice, reason=reason) if reason else None
+
+
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
     fixing = args.fix or args.diff
     # Hashed before the analysis: a file that changes at any later point is not fixed.
@@ -684,15 +1101,18 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     # A fix edits only files inside the paths given (a file argument: that file only).
     bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
     need_edits = bool(fixing) or args.format in ("json", "sarif")  # outputs that show or apply edits
-    results = check_files_cached(files, config, args.jobs, cache, need_edits)
+    with Progress(len(files), sys.stderr, enabled=not args.quiet):
+        results = check_files_cached(files, config, args.jobs, cache, need_edits)
 
     failed = False
     findings: list[Finding] = []
     analysis_notices: set[str] = set()
+    broken = _syntax_broken(results)
     for result in results:
-        analysis_notices.update(result.analysis_notices)
-        if result.notice is not None:
-            notices.append(result.notice)
+        analysis_notices.update(without_syntax_notices(result.analysis_notices, broken))
+        notice = _without_cells_left_out(result.notice, broken)
+        if notice is not None:
+            notices.append(notice)
         if result.error is not None:
             failed = True
             _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
@@ -705,7 +1125,9 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     findings.sort(key=sort_key)
     findings = _confine(findings, bounds, cwd, say=fixing)
 
-    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings))
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings),
+                            quiet=args.quiet, show_fixes=args.show_fixes,
+                            color=args.output_file is None and use_color(args.color, sys.stdout))
     stale = False
     if fixing:
         outcome = fix_findings(
@@ -726,35 +1148,36 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
                                                           display_path(path, cwd))))
             sys.stdout.flush()
             count = outcome.fixed
-            _say(f"Would fix {count} error{'s' if count != 1 else ''}." if count else "No errors would be fixed.")
+            if not args.quiet:
+                _say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
             return 2 if failed else (1 if outcome.texts or stale else 0)
-        context.fix_mode, context.fixed = True, outcome.fixed
-        if args.format != "text" and outcome.fixed:
+        context.fix_mode, context.fixed, context.fixed_findings = True, outcome.fixed, outcome.fixed_findings
+        if (args.format != "text" or args.statistics) and outcome.fixed and not args.quiet:
             n_written = len(outcome.written)
             _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
                  f"in {n_written} file{'s' if n_written != 1 else ''}")
         # A fix may change the findings of other files of its project (a mark after a setup in main.py
         # ends a finding in helpers.py): the projects written to are checked again as a whole.
-        from fabric_lsp.engine import project_root_for
-
         touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
-        touched_roots = {project_root_for(path, config.root, config.fallback_root) for path in touched}
-        rechecked = sorted(path for path in files if project_root_for(path, config.root, config.fallback_root) in touched_roots)
+        touched_roots = {_project_root(config, path) for path in touched}
+        rechecked = sorted(path for path in files if _project_root(config, path) in touched_roots)
         if rechecked:
-            fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache, need_edits)}
+            with Progress(len(rechecked), sys.stderr, enabled=not args.quiet):
+                fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache, need_edits)}
+            broken = _syntax_broken(fresh.values())
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
                     _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
-                if result.notice is not None:
-                    _say(result.notice.format(cwd))
+                notice = _without_cells_left_out(result.notice, broken)
+                if notice is not None:
+                    _say(notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
             findings += _confine([f for r in fresh.values() for f in r.findings], bounds, cwd, say=False)
             findings.sort(key=sort_key)
 
     context.notebooks = _notebooks_of(findings)  # read again: a fix may have changed a notebook
-    sys.stdout.write(render(args.format, findings, context))
-    sys.stdout.flush()
+    write_report(args, findings, context)
     status = exit_status(findings, failed, args.exit_zero)
     return 1 if stale and status == 0 else status  # a file left unfixed is never success, even with --exit-zero
 
@@ -764,7 +1187,12 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from fabric_lsp.records import load_records, render_markdown, render_text, rule_by_code
+    """The record of a rule code or name, a record id, a runtime message, or a fragment of one
+    (records/matching.py): best match first, with why it matched. Exit 0 when a record is shown;
+    1 when the message matches none; 2 for usage errors, and for a code-shaped query (`FAB999`)
+    that names no rule."""
+    from fabric_lsp.records import (explain_note, explain_query, load_records, looks_like_code, render_markdown,
+                                    render_text)
 
     query = " ".join(args.query).strip()
     if query == "-":
@@ -779,30 +1207,42 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: records: {problem}")
     for notice in records.notices:
         _say(f"{PROG}: notice: records: {notice}")
-    rule = rule_by_code(query)
-    context = None
-    record = records.by_code(query) if rule else records.by_id(query)
-    if record is None:
-        match = records.match_message(query)
-        if match is not None:
-            record, context = match.record, match.context
-    if record is None:
-        _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
-        return 2
+    found = explain_query(records, query)
+    if not found:
+        if looks_like_code(query):
+            _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
+            return 2
+        _say(f"{PROG}: no rule or record matches {query[:200]!r}: give a rule code (see `{PROG} rules`), "
+             "a runtime error message, or at least 3 words of one in order")
+        return 1
+    best = found[0]
     renderer = render_markdown if args.format == "markdown" else render_text
-    sys.stdout.write(escape_lines(renderer(record, context=context, code=rule.code if rule else record.code)))
+    note = explain_note(best, found[1:])
+    sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note)))
     return 0
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
     import json
 
-    from fabric_lsp.records import RULES, default_records
+    from fabric_lsp.records import RULES, default_records, rule_by_code
 
+    chosen = []
+    for code in args.codes:
+        rule = rule_by_code(code)
+        if rule is None:
+            raise UsageError(f"rules: no rule {code!r} (see `{PROG} rules`)")
+        chosen.append(rule)
+    rules = tuple(chosen) or RULES
+    if args.format == "markdown":
+        from fabric_lsp.records.rule_docs import render_rule_pages
+
+        sys.stdout.write(render_rule_pages([rule.code for rule in rules]))
+        return 0
     records = default_records()
     if args.format == "json":
         rows = []
-        for rule in RULES:
+        for rule in rules:
             record = records.by_id(rule.record_id)
             rows.append(
                 {
@@ -815,8 +1255,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
             )
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    name_width = max(len(rule.name) for rule in RULES)
-    for rule in RULES:
+    name_width = max(len(rule.name) for rule in rules)
+    for rule in rules:
         sys.stdout.write(f"{rule.code}  {rule.name:<{name_width}}  {rule.record_id}  {rule.summary}\n")
     return 0
 
@@ -825,7 +1265,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time).
 
     Any local user (and any web page, through the browser) can connect to a TCP port: the server
-    listens on loopback only and serves only a client that knows the token."""
+    listens on loopback only and serves only a client that knows the token.
+
+    `--stdio` names the default transport (vscode-languageclient appends it to an Executable with
+    TransportKind.stdio). Its other transports are refused in one line: `--pipe NAME` and `--socket PORT`
+    (the server would have to connect out to a pipe or port the client opened) and `--node-ipc`.
+    `--clientProcessId N` (appended for Node modules) is accepted and not needed: the server already
+    watches the `processId` of `initialize`."""
+    unsupported = {
+        "--pipe": "named pipes",
+        "--socket": "connecting to a socket the client listens on",
+        "--node-ipc": "Node IPC",
+    }
+    for option, what in unsupported.items():
+        if getattr(args, option.lstrip("-").replace("-", "_")) not in (None, False):
+            raise UsageError(f"serve {option}: {what} not supported; use stdio (the default, or --stdio), "
+                             "or --tcp 127.0.0.1:PORT with a token")
+    if args.clientProcessId is not None and not args.clientProcessId.strip().isdigit():
+        raise UsageError(f"serve --clientProcessId: expected a process id, got {args.clientProcessId!r}")
+    if args.stdio and args.tcp is not None:
+        raise UsageError("serve: --stdio and --tcp exclude each other")
     tcp = None
     token = None
     if args.tcp is not None:

@@ -1,7 +1,13 @@
-"""Settings of one check: defaults, overridden by `[tool.fabric-lsp]`, overridden by the caller.
+"""Settings of one check: defaults, overridden by the file's settings file, overridden by the caller.
 
-The engine applies `select`/`ignore`/`severity`/`hints` itself from the Config it is given, so the
-CLI and the language server only build a Config (with `load_config`) and pass it through.
+The settings file of a Python file is the closest one above it, as ruff finds `ruff.toml`: in each
+folder from the file's upwards, `.fabric-lsp.toml`, then `fabric-lsp.toml` (top-level keys), then a
+`pyproject.toml` with a `[tool.fabric-lsp]` table (`find_config_file`; the command line and the
+language server both use it). `ConfigResolver` gives each file of a run its Config.
+
+The engine applies `select`/`ignore`/`per-file-ignores`/`severity`/`hints` itself from the Config
+it is given, so the CLI and the language server only build a Config (with `load_config`) and pass
+it through.
 
 Every bad value is reported as one line (`fabric-lsp: config: <file>: <key>: <problem>; using the
 default`) and replaced by its default; loading never fails.
@@ -9,6 +15,7 @@ default`) and replaced by its default; loading never fails.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -19,7 +26,7 @@ from typing import Any, Callable, Mapping
 from fabric_lsp.findings import Severity
 from fabric_lsp.globs import GlobError, compile_glob
 from fabric_lsp.records.rules_table import RULES
-from fabric_lsp.walk import DEFAULT_INCLUDE
+from fabric_lsp.walk import DEFAULT_INCLUDE, Selection
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -31,6 +38,9 @@ except ModuleNotFoundError:  # Python 3.10: tomli if the user has it, else no py
 
 ALL_CODES = tuple(rule.code for rule in RULES)  # ("FAB001", ..., "FAB004"), from the one rules table
 SECTION = "fabric-lsp"
+# The settings files of a folder, first wins (ruff: `.ruff.toml`, `ruff.toml`, `pyproject.toml`).
+# The dedicated files hold the keys at the top level; pyproject.toml counts only with our table.
+CONFIG_FILE_NAMES = (".fabric-lsp.toml", "fabric-lsp.toml", "pyproject.toml")
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 # No configuration can raise the limit above this: analysis costs time and memory in proportion to
 # a file's size (benchmarks/bounds_bench.py), and a repository must not choose how much of either
@@ -60,6 +70,11 @@ class Config:
     include: tuple[str, ...] = DEFAULT_INCLUDE
     extend_include: tuple[str, ...] = ()
     notebooks: bool = True
+    # (glob, codes) in the file's order: the codes are not reported in the files a glob matches
+    # (ruff's `per-file-ignores`; globs relative to `root`, a leading `!` negates).
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    # Directory walks skip what git ignores (.gitignore files, .git/info/exclude), read as files.
+    respect_gitignore: bool = True
 
     def enabled(self, code: str) -> bool:
         return code in self.select and code not in self.ignore
@@ -67,6 +82,48 @@ class Config:
     @property
     def included(self) -> tuple[str, ...]:
         return self.include + self.extend_include
+
+    def per_file_ignored(self, path: str) -> frozenset[str]:
+        """The codes `per-file-ignores` turns off in the file `path`."""
+        if not self.per_file_ignores:
+            return frozenset()
+        return _per_file_ignored(self.per_file_ignores, os.path.abspath(self.root or self.fallback_root or os.getcwd()),
+                                 os.path.abspath(path))
+
+    @property
+    def selection(self) -> Selection:
+        """What a directory walk needs from this configuration (walk.discover)."""
+        return Selection(self.exclude, self.root, self.included, self.notebooks, self.respect_gitignore)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_glob(pattern: str):
+    try:
+        return compile_glob(pattern)
+    except GlobError:
+        return None
+
+
+def _per_file_ignored(entries: tuple[tuple[str, frozenset[str]], ...], base: str, path: str) -> frozenset[str]:
+    # As ruff: a glob matches the path relative to the settings file's folder, or the bare file
+    # name; as `exclude`, a glob that matches one of the file's folders matches the file.
+    relative = os.path.relpath(path, base)
+    inside = not (relative == ".." or relative.startswith(".." + os.sep))
+    name = os.path.basename(path)
+    parts = relative.split(os.sep) if inside else []
+    folders = ["/".join(parts[:index]) for index in range(1, len(parts))]
+    relative = "/".join(parts)
+    codes: set[str] = set()
+    for pattern, ignored in entries:
+        negated = pattern.startswith("!")
+        glob = _compiled_glob(pattern[1:] if negated else pattern)
+        if glob is None:
+            continue
+        hit = glob.matches(name, False) or (inside and (glob.matches(relative, False) or any(
+            glob.matches(folder, True) for folder in folders)))
+        if hit != negated:
+            codes |= ignored
+    return frozenset(codes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +236,29 @@ def _exclude_globs(source: str, key: str = "exclude") -> Callable[[Any], Any]:
     return convert
 
 
+def _per_file_ignores(source: str) -> Callable[[Any], Any]:
+    # A table of glob -> list of codes; a bad entry is reported and left out, the others apply.
+    def convert(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _Bad(f"expected a table of glob = [codes], got {_describe(value)}")
+        kept = []
+        notices = []
+        for pattern, codes in value.items():
+            body = pattern[1:] if isinstance(pattern, str) and pattern.startswith("!") else pattern
+            try:
+                if not isinstance(pattern, str) or not body:
+                    raise GlobError("empty pattern")
+                compile_glob(body)
+                kept.append((pattern, expand_codes(codes)))
+            except GlobError as error:
+                notices.append(f'fabric-lsp: notice: {source}: per-file-ignores: "{pattern}": {error}; ignored')
+            except _Bad as bad:
+                notices.append(_problem(source, f'per-file-ignores: "{pattern}"', str(bad), "ignored"))
+        return _Partial(tuple(kept), tuple(notices)) if notices else tuple(kept)
+
+    return convert
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _Bad(f"expected true or false, got {_describe(value)}")
@@ -218,6 +298,10 @@ _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
     "include": ("include", lambda base, source: _exclude_globs(source, "include")),
     "extend-include": ("extend_include", lambda base, source: _exclude_globs(source, "extend-include")),
     "notebooks": ("notebooks", lambda base, source: _boolean),
+    "extend-select": ("extend_select", lambda base, source: expand_codes),
+    "per-file-ignores": ("per_file_ignores", lambda base, source: _per_file_ignores(source)),
+    "extend-exclude": ("extend_exclude", lambda base, source: _exclude_globs(source, "extend-exclude")),
+    "respect-gitignore": ("respect_gitignore", lambda base, source: _boolean),
 }
 KNOWN_KEYS = tuple(_KEYS)
 
@@ -258,7 +342,32 @@ def parse_settings(
 
 
 # ---------------------------------------------------------------------------------------------
-# Finding and reading pyproject.toml
+# Finding and reading the settings file
+
+
+def config_file_in(directory: Path) -> Path | None:
+    """The settings file of one folder: `.fabric-lsp.toml`, else `fabric-lsp.toml`, else a
+    pyproject.toml with a `[tool.fabric-lsp]` table (ruff's order for its own files)."""
+    for name in CONFIG_FILE_NAMES[:-1]:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    candidate = directory / "pyproject.toml"
+    if candidate.is_file() and _has_table(candidate):
+        return candidate
+    return None
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The settings file of `start` (a file or a folder): the closest folder at or above it that
+    has one (config_file_in). The command line (per file) and the language server both use it."""
+    start = Path(os.path.abspath(start))
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in (directory, *directory.parents):
+        found = config_file_in(candidate_dir)
+        if found is not None:
+            return found
+    return None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -326,19 +435,24 @@ def load_config(
     config_file: Path | None = None,
     overrides_source: str = "settings",
     trust_workspace: bool = False,
+    user=None,
+    no_file: bool = False,
 ) -> tuple[Config, list[str]]:
-    """Defaults <- `[tool.fabric-lsp]` of the nearest pyproject.toml above `start` (or
-    `config_file` when given) <- `overrides` (same keys; None values are "not set").
+    """Defaults <- the settings file of `start` (find_config_file; or `config_file` when given;
+    none with `no_file`) <- `overrides` (same keys; None values are "not set").
 
     Relative paths in the file are relative to the file's directory; in `overrides` relative to
-    `start` (a directory, or a file whose directory is used). Returns the Config and the problem
-    lines to show the user (bad values fall back to the default; loading never raises).
+    `start` (a directory, or a file whose directory is used). Rule selection is layered as in
+    ruff: an override's `select` replaces the selection, its `extend-select` adds to it, its
+    `ignore` adds to the ignored codes. `user`: the (UserConfig, problems) already loaded.
+    Returns the Config and the problem lines to show the user (bad values fall back to the
+    default; loading never raises).
     """
     start = Path(os.path.abspath(start))
     start_dir = start if start.is_dir() else start.parent
     problems: list[str] = []
     fields: dict[str, Any] = {}
-    path = config_file if config_file is not None else find_pyproject(start)
+    path = config_file if config_file is not None else (None if no_file else find_config_file(start))
     if path is not None:
         path = Path(os.path.abspath(path))
         fields["root"] = str(path.parent)
@@ -346,11 +460,14 @@ def load_config(
         problems += read_problems
         if table:
             file_fields, file_problems = parse_settings(table, path.parent, str(path))
+            _extend(file_fields, file_fields)
             fields.update(file_fields)
             problems += file_problems
-    from fabric_lsp.user_config import load_user_config
+    if user is None:
+        from fabric_lsp.user_config import load_user_config
 
-    user, user_problems = load_user_config()
+        user = load_user_config()
+    user, user_problems = user
     problems += user_problems
     trusted = trust_workspace or user.trusts(fields.get("root") or start_dir)
     fields["trusted"] = trusted
@@ -368,6 +485,138 @@ def load_config(
         override_fields, override_problems = parse_settings(
             overrides, start_dir, overrides_source, "not overriding"
         )
+        _layer_selection(fields, override_fields)
+        _extend(fields, override_fields)
         fields.update(override_fields)
         problems += override_problems
     return replace(Config(), **fields), problems
+
+
+def _extend(below: dict[str, Any], layer: dict[str, Any]) -> None:
+    """A layer's `extend-select` / `extend-exclude` added to what the layers below (or the same
+    layer's `select` / `exclude`) say; the layer's fields then hold the result."""
+    if "extend_select" in layer:
+        layer["select"] = layer.get("select", below.get("select", frozenset(ALL_CODES))) | layer.pop("extend_select")
+    if "extend_exclude" in layer:
+        layer["exclude"] = tuple(dict.fromkeys(layer.get("exclude", below.get("exclude", ())) + layer.pop("extend_exclude")))
+
+
+def _layer_selection(below: dict[str, Any], layer: dict[str, Any]) -> None:
+    """ruff's rule selection across layers (its `as_rule_table`): a later layer's `select`
+    replaces the selection made below (ignores included), `extend-select` adds, `ignore` removes;
+    so the result is one set of selected codes, and the ignored codes are those left out."""
+    if not {"select", "extend_select", "ignore"} & set(layer):
+        return
+    selected = set(below.get("select", frozenset(ALL_CODES))) - set(below.get("ignore", ()))
+    if "select" in layer:
+        selected = set(layer.pop("select"))
+    selected |= layer.pop("extend_select", frozenset())
+    ignored = layer.pop("ignore", frozenset())
+    selected -= ignored
+    layer["select"] = frozenset(selected)
+    layer["ignore"] = frozenset((set(below.get("ignore", ())) | ignored) - selected)
+
+
+def apply_settings(config: Config, fields: Mapping[str, Any]) -> Config:
+    """`config` with one layer of validated fields (parse_settings) on top: each replaces the
+    value below, except `extend-select` / `extend-exclude`, which add to it (the editor's layer)."""
+    fields = dict(fields)
+    _extend({"select": config.select, "exclude": config.exclude}, fields)
+    return replace(config, **fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# The configuration of each file of a run
+
+
+class ConfigResolver:
+    """The Config of each file of one `check` run, as ruff resolves its settings: the closest
+    settings file above the file (find_config_file), with the command line's `overrides` on top;
+    with `config_file` (`--config`), that one file for every file. Each settings file is read
+    once; its problems are collected once (`take_problems`)."""
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
+                 overrides_source: str = "command line", trust_workspace: bool = False,
+                 fallback_root: str | None = None, only: Config | None = None) -> None:
+        from fabric_lsp.user_config import load_user_config
+
+        self._only = only  # one Config for every file, given by the caller
+        self.overrides = dict(overrides or {})
+        self.config_file = Path(os.path.abspath(config_file)) if config_file is not None else None
+        self.overrides_source = overrides_source
+        self.trust_workspace = trust_workspace
+        self.fallback_root = fallback_root
+        self._user = load_user_config() if only is None else None
+        self._files: dict[str, Path | None] = {}  # folder -> its settings file
+        self._configs: dict[tuple, Config] = {}  # settings file (or none, and trusted) -> Config
+        self._by_directory: dict[str, Config] = {}
+        self._problems: dict[str, None] = {}
+        self._taken = 0
+
+    @classmethod
+    def fixed(cls, config: Config) -> "ConfigResolver":
+        """One Config for every file (callers that built it themselves)."""
+        resolver = cls(fallback_root=config.fallback_root, only=config)
+        resolver._configs[()] = config
+        return resolver
+
+    def _settings_file(self, directory: str) -> Path | None:
+        known = self._files.get(directory, False)
+        if known is not False:
+            return known
+        found = config_file_in(Path(directory))
+        if found is None:
+            parent = os.path.dirname(directory)
+            found = self._settings_file(parent) if parent != directory else None
+        self._files[directory] = found
+        return found
+
+    def for_directory(self, directory: str) -> Config:
+        """The Config of the files inside `directory`."""
+        if self._only is not None:
+            return self._only
+        directory = os.path.abspath(directory)
+        known = self._by_directory.get(directory)
+        if known is not None:
+            return known
+        path = self.config_file or self._settings_file(directory)
+        # With no settings file, whether the folder is trusted depends on the folder itself.
+        key = (str(path),) if path is not None else (None, self.trust_workspace or self._user[0].trusts(directory))
+        config = self._configs.get(key)
+        if config is None:
+            config, problems = load_config(Path(directory), self.overrides, config_file=path, no_file=path is None,
+                                           overrides_source=self.overrides_source,
+                                           trust_workspace=self.trust_workspace, user=self._user)
+            config = replace(config, fallback_root=self.fallback_root)
+            self._problems.update(dict.fromkeys(problems))
+            self._configs[key] = config
+        self._by_directory[directory] = config
+        return config
+
+    def for_path(self, path: str) -> Config:
+        """The Config of the file `path`."""
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def selection_for(self, directory: str) -> Selection:
+        return self.for_directory(directory).selection
+
+    def project_root(self, path: str) -> str:
+        from fabric_lsp.engine import project_root_for
+
+        config = self.for_path(path)
+        return project_root_for(path, config.root, config.fallback_root)
+
+    @property
+    def configs(self) -> list[Config]:
+        return list(self._configs.values())
+
+    @property
+    def max_file_size(self) -> int:
+        """The largest `max-file-size` of the configurations used so far (what a fix may read)."""
+        return max((config.max_file_size for config in self._configs.values()), default=DEFAULT_MAX_FILE_SIZE)
+
+    def take_problems(self) -> list[str]:
+        """The problem lines not taken yet, in the order they were found."""
+        problems = list(self._problems)
+        new, self._taken = problems[self._taken:], len(problems)
+        return new

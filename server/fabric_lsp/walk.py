@@ -1,5 +1,10 @@
 """Which files to check and how to read them.
 
+A directory walk applies, in each folder, the settings of that folder's configuration (`Selection`:
+`include`, `exclude`/`extend-exclude`, `notebooks`, `respect-gitignore`), as ruff does with its
+hierarchy of settings files; git's ignore rules are read from the files (`GitIgnore`), git is
+never run.
+
 Reading never raises: a file that cannot be checked (unreadable, binary, undecodable, too large)
 yields a `Notice` the caller prints as `fabric-lsp: notice: <path>: <reason>`, and the run goes on.
 """
@@ -13,7 +18,7 @@ import os
 import stat
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from fabric_lsp.globs import GlobError, compile_glob
 
@@ -24,6 +29,17 @@ SKIP_DIRS = frozenset(
 PYTHON_SUFFIXES = (".py",)
 NOTEBOOK_SUFFIXES = (".ipynb",)
 DEFAULT_INCLUDE = ("*.py", "*.ipynb")  # ruff's default, less what this tool does not read (.pyi, pyproject.toml)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What decides which files a walk picks up under one configuration (config.Config.selection)."""
+
+    exclude: tuple[str, ...] = ()  # globs, relative to `root`
+    root: str | None = None  # the settings file's folder (None: the current directory)
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    notebooks: bool = True
+    respect_gitignore: bool = True
 
 
 @dataclass(frozen=True)
@@ -110,17 +126,28 @@ class IncludeMatcher:
 
 
 def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None,
-             include: Iterable[str] = DEFAULT_INCLUDE, notebooks: bool = True) -> tuple[list[str], list[Notice]]:
+             include: Iterable[str] = DEFAULT_INCLUDE, notebooks: bool = True, *,
+             selection_for: Callable[[str], Selection] | None = None, force_exclude: bool = False,
+             respect_gitignore: bool = True) -> tuple[list[str], list[Notice]]:
     """Files to check under `paths` (the `include` globs: Python files and notebooks), sorted,
     without duplicates.
 
-    Explicit file arguments are always included (a notebook only while notebooks are on).
-    Directories are walked recursively, following symbolic links but never a directory twice (so a
-    link loop ends), skipping SKIP_DIRS, hidden directories and the `exclude` globs. A path that
+    `selection_for(folder)`: the Selection of the configuration that applies inside `folder` (ruff's
+    hierarchy of settings); without it, one Selection made of `exclude`, `root`, `include`,
+    `notebooks` and `respect_gitignore` for every folder.
+
+    Explicit file arguments are always included (a notebook only while notebooks are on), unless
+    `force_exclude`: then they, and explicit folders, are left out when the walk would leave them
+    out (an excluded or git-ignored path, or one inside an excluded, git-ignored, hidden or skipped
+    folder below the configuration's root). Directories are walked recursively, following symbolic
+    links but never a directory twice (so a link loop ends), skipping SKIP_DIRS, hidden
+    directories, the `exclude` globs and (with `respect-gitignore`) what git ignores. A path that
     does not exist raises FileNotFoundError.
     """
-    matcher = ExcludeMatcher(exclude, root)
-    includes = IncludeMatcher(include, root, notebooks)
+    if selection_for is None:
+        fixed = Selection(tuple(exclude), root, tuple(include), notebooks, respect_gitignore)
+        selection_for = lambda directory: fixed  # noqa: E731
+    rules = _Rules(selection_for)
     found: dict[str, str] = {}  # real path -> path as reached (first wins)
     notices: list[Notice] = []
 
@@ -134,16 +161,74 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None
     for argument in paths:
         if not os.path.lexists(argument):
             raise FileNotFoundError(argument)
-        if os.path.isdir(argument):
-            _walk(os.path.abspath(argument), matcher, includes, add, notices)
-        elif not notebooks and argument.endswith(NOTEBOOK_SUFFIXES):
-            notices.append(Notice(os.path.abspath(argument), "a notebook, and notebooks are off (notebooks = false); skipped"))
+        absolute = os.path.abspath(argument)
+        is_dir = os.path.isdir(argument)
+        if force_exclude and rules.excluded_argument(absolute, is_dir):
+            continue
+        if is_dir:
+            _walk(absolute, rules, add, notices)
+        elif not rules.selection(os.path.dirname(absolute)).notebooks and argument.endswith(NOTEBOOK_SUFFIXES):
+            notices.append(Notice(absolute, "a notebook, and notebooks are off (notebooks = false); skipped"))
         else:
             add(argument)  # even if excluded, non-.py, or a broken link: reading will tell
     return sorted(set(found.values())), notices
 
 
-def _walk(top: str, matcher: ExcludeMatcher, includes: IncludeMatcher, add, notices: list[Notice]) -> None:
+def force_excluded(path: str, is_dir: bool, selection_for: Callable[[str], Selection]) -> bool:
+    """Whether --force-exclude leaves out `path` (named on the command line, or given as the
+    name of standard input), as `discover` does."""
+    return _Rules(selection_for).excluded_argument(os.path.abspath(path), is_dir)
+
+
+class _Rules:
+    """The matchers of each folder's Selection, made once per Selection, and git's rules."""
+
+    def __init__(self, selection_for: Callable[[str], Selection]) -> None:
+        self.selection = selection_for
+        self._matchers: dict[Selection, tuple[ExcludeMatcher, IncludeMatcher]] = {}
+        self.gitignore = None
+
+    def matchers(self, directory: str) -> tuple[Selection, ExcludeMatcher, IncludeMatcher]:
+        selection = self.selection(directory)
+        made = self._matchers.get(selection)
+        if made is None:
+            made = self._matchers[selection] = (
+                ExcludeMatcher(selection.exclude, selection.root),
+                IncludeMatcher(selection.include, selection.root, selection.notebooks))
+        return (selection, *made)
+
+    def git(self):
+        if self.gitignore is None:
+            from fabric_lsp.gitignore import GitIgnore
+
+            self.gitignore = GitIgnore()
+        return self.gitignore
+
+    def excluded_argument(self, path: str, is_dir: bool) -> bool:
+        """--force-exclude: whether the walk would leave out `path` (absolute), named on the command
+        line. Its folders are looked at below the root of its configuration (or the current
+        directory), as ruff stops at the project root."""
+        directory = os.path.dirname(path)
+        selection, exclude, _ = self.matchers(directory)
+        base = os.path.abspath(selection.root or os.getcwd())
+        if base == path or base.startswith(path.rstrip(os.sep) + os.sep):
+            return False  # the root itself (`check --force-exclude .`) or a folder above it
+        if exclude.excluded(path, is_dir):
+            return True
+        if selection.respect_gitignore and self.git().ignored_with_parents(path, is_dir):
+            return True
+        relative = os.path.relpath(directory, base)
+        if relative == "." or relative == ".." or relative.startswith(".." + os.sep):
+            return False
+        current = base
+        for part in relative.split(os.sep):
+            parent, current = current, os.path.join(current, part)
+            if part.startswith(".") or part in SKIP_DIRS or self.matchers(parent)[1].excluded(current, True):
+                return True
+        return False
+
+
+def _walk(top: str, rules: _Rules, add, notices: list[Notice]) -> None:
     # Iterative DFS over real directories; `ancestors` detects links back up the current chain.
     visited: set[tuple[int, int]] = set()
 
@@ -169,6 +254,8 @@ def _walk(top: str, matcher: ExcludeMatcher, includes: IncludeMatcher, add, noti
         except OSError as error:
             notices.append(Notice(directory, f"cannot read directory: {error.strerror or error}"))
             continue
+        selection, matcher, includes = rules.matchers(directory)
+        git = rules.git() if selection.respect_gitignore else None
         subdirs = []
         for entry in children:
             path = entry.path
@@ -178,6 +265,8 @@ def _walk(top: str, matcher: ExcludeMatcher, includes: IncludeMatcher, add, noti
                 is_dir = False
             if is_dir:
                 if entry.name.startswith(".") or entry.name in SKIP_DIRS or matcher.excluded(path, True):
+                    continue
+                if git is not None and git.ignored(path, True):
                     continue
                 child_id = identity(path)
                 if child_id is None:
@@ -191,6 +280,8 @@ def _walk(top: str, matcher: ExcludeMatcher, includes: IncludeMatcher, add, noti
                 subdirs.append((path, ancestors + (child_id,)))
                 continue
             if not includes.included(path, entry.name) or matcher.excluded(path, False):
+                continue
+            if git is not None and git.ignored(path, False):
                 continue
             if entry.is_symlink() and not os.path.exists(path):
                 try:

@@ -14,6 +14,10 @@ tool is a failure. Screenshots of every step go to `artifacts/vscode/`.
 A second session opens a Jupyter notebook (code-server's built-in notebook editor, no kernel) and checks
 the cell's squiggle, hover, quick fix, the saved `.ipynb` and fix all on save against `check` and `check --fix`
 on the same notebook; its screenshots go to `artifacts/vscode/notebook/`.
+
+A third session sets `fabric-lsp.path` to the installed `fabric-lsp` script (run as `fabric-lsp serve --stdio`)
+on a realistic script (fixtures/examples/train_char_gpt.py without its label); its `readme-*.png` are the
+README's pictures (`artifacts/vscode/path/`).
 """
 
 from __future__ import annotations
@@ -235,11 +239,13 @@ def _plain(markdown: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[`*_]", "", markdown)).strip()
 
 
-def _run_workbench(vsix: Path, root: Path, artifacts: Path, driver_args: list[str]) -> dict:
-    """Install the .vsix into a fresh code-server, run the driver against `root / "ws"`, return its result.json."""
+def _run_workbench(vsix: Path, root: Path, artifacts: Path, driver_args: list[str],
+                   user_settings: dict | None = None) -> dict:
+    """Install the .vsix into a fresh code-server, run the driver against `root / "ws"`, return its result.json.
+    `user_settings` are added to USER_SETTINGS (the user's settings.json)."""
     workspace, user, extensions = root / "ws", root / "user", root / "extensions"
     (user / "User").mkdir(parents=True)
-    (user / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+    (user / "User" / "settings.json").write_text(json.dumps({**USER_SETTINGS, **(user_settings or {})}, indent=2))
     artifacts.mkdir(parents=True, exist_ok=True)
 
     env = _node_env()
@@ -635,3 +641,73 @@ def _check_fix_all_on_save(session: dict, step: str, name: str, expected: dict) 
     assert fix_all["diagnosticsAfter"] == []
     assert fix_all["squigglesAfter"] == 0
 
+
+# -- fabric-lsp.path: an installed fabric-lsp instead of the bundled server ----------------------------
+
+# The console script of the environment running the tests (`pip install -e .`): what a user's pipx or
+# venv install provides. vscode-languageclient runs it as `fabric-lsp serve --stdio` (it appends --stdio
+# for TransportKind.stdio), so this session also proves that the server accepts that argument.
+INSTALLED_FABRIC_LSP = Path(sys.executable).with_name("fabric-lsp")
+# A realistic script (fixtures/examples, `make demo`), its `# expect:` label taken out: the screenshots of
+# this session are the README's pictures.
+REALISTIC = REPO / "fixtures" / "examples" / "train_char_gpt.py"
+PATH_ARTIFACTS = ARTIFACTS / "path"
+
+
+@pytest.fixture(scope="module")
+def path_session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A third session: `fabric-lsp.path` in the user settings, the first steps on the realistic script."""
+    assert INSTALLED_FABRIC_LSP.is_file(), f"{INSTALLED_FABRIC_LSP}: pip install -e . first"
+    root = tmp_path_factory.mktemp("vscode-path")
+    workspace = root / "ws"
+    (workspace / ".vscode").mkdir(parents=True)
+    text = re.sub(r"[ \t]*# expect: .*$", "", REALISTIC.read_text(), flags=re.M)
+    (workspace / "train.py").write_text(text)
+    (workspace / ".vscode" / "settings.json").write_text("{}\n")
+    shutil.rmtree(PATH_ARTIFACTS, ignore_errors=True)
+    return _run_workbench(
+        vsix, root, PATH_ARTIFACTS,
+        ["--file", "train.py", "--skip", "restart,explain,fixAllOnSave,liveSettings,noPython"],
+        user_settings={"fabric-lsp.path": str(INSTALLED_FABRIC_LSP)},
+    )
+
+
+@needs_tools
+def test_vscode_fabric_lsp_path_runs_the_installed_server(path_session: dict) -> None:
+    workspace = path_session["workspace"]
+    assert "# expect" not in (workspace / "train.py").read_text()
+    findings = _cli_findings(workspace / "train.py")
+    assert [f["code"] for f in findings] == ["FAB001"], findings
+    finding = findings[0]
+
+    # The installed script runs the server (no Python of the extension's choosing), and its diagnostics
+    # are the command line's.
+    squiggle = _step(path_session, "squiggle")
+    assert squiggle["launchSource"] == "path"
+    assert squiggle["serverCommand"] == [str(INSTALLED_FABRIC_LSP), "serve"]  # languageclient adds --stdio
+    assert squiggle["state"] == "Running"
+    assert squiggle["serverVersion"] == fabric_lsp.__version__
+    assert [(d["code"], d["message"], d["severity"]) for d in squiggle["diagnostics"]] == [
+        ("FAB001", finding["message"], "Error")
+    ]
+    assert squiggle["diagnostics"][0]["range"] == [
+        finding["location"]["row"] - 1, finding["location"]["column"] - 1,
+        finding["end_location"]["row"] - 1, finding["end_location"]["column"] - 1,
+    ]
+    assert squiggle["count"] >= 1
+
+    status = _step(path_session, "languageStatus")
+    assert f"starting the server (path): {INSTALLED_FABRIC_LSP} serve" in status["logText"]
+    assert f"server running: fabric-lsp {fabric_lsp.__version__}" in status["logText"]
+    assert "unrecognized arguments" not in status["logText"]
+
+    hover = _step(path_session, "hover")
+    assert "FAB001 unmarked-forward-method" in hover["headings"]
+    assert "Rule page: docs/rules/FAB001.md" in _plain(hover["text"])  # the shared renderer's last line
+    quickfix = _step(path_session, "quickfix")
+    assert quickfix["chosen"] == finding["fix"]["message"]
+    assert quickfix["diagnosticsAfter"] == []
+    assert 'model.mark_forward_method("generate")' in quickfix["textAfter"]
+
+    assert path_session["errors"] == []
+    assert {"readme-hover.png", "readme-quickfix.png"} <= set(path_session["screenshots"])

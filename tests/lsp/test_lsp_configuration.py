@@ -130,7 +130,8 @@ async def test_pyproject_change_through_watched_files(tmp_path):
             lambda: [r for r in client.registrations if r.method == "workspace/didChangeWatchedFiles"],
             message="client/registerCapability",
         )
-        assert [w["globPattern"] for w in watchers[0].register_options["watchers"]] == ["**/*.py", "**/pyproject.toml"]
+        patterns = [w["globPattern"] for w in watchers[0].register_options["watchers"]]
+        assert patterns == ["**/*.py", "**/.fabric-lsp.toml", "**/fabric-lsp.toml", "**/pyproject.toml"]
         uri = open_doc(client, path)
         assert codes(await diagnostics(client, uri, version=1)) == [("FAB001", 1)]
         pyproject = tmp_path / "pyproject.toml"

@@ -9,6 +9,7 @@
 // Usage: node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --file NAME --save-file NAME
 //        node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --notebook NAME
 //                           [--notebook-save NAME] [--notebook-cell-save NAME]
+//        --skip STEP,STEP: steps not to run (recorded as { ok: true, skipped: true })
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -28,8 +29,10 @@ const { values: opt } = parseArgs({
     "notebook-cell-save": { type: "string" },
     chromium: { type: "string", default: process.env.CHROMIUM || "/usr/lib/chromium/chromium" },
     "diagnostics-timeout": { type: "string", default: "120" },
+    skip: { type: "string", default: "" },
   },
 });
+const SKIP = new Set(opt.skip.split(",").filter(Boolean));
 const DIAG_TIMEOUT = Number(opt["diagnostics-timeout"]) * 1000;
 mkdirSync(opt.artifacts, { recursive: true });
 
@@ -90,6 +93,11 @@ async function clipShot(page, name, locators, pad = 12) {
 }
 
 async function step(name, page, body) {
+  if (SKIP.has(name)) {
+    result.steps[name] = { ok: true, skipped: true };
+    save();
+    return true;
+  }
   const start = Date.now();
   try {
     result.steps[name] = { ok: false };

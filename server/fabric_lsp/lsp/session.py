@@ -23,7 +23,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 import fabric_lsp
-from fabric_lsp.config import Config, load_config
+from fabric_lsp.config import Config, apply_settings, load_config
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import Document, NotebookDocument
 from fabric_lsp.lsp.logs import ClientLogHandler
@@ -255,7 +255,9 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
             self.show_once(problems)
 
     def config_for(self, path: str) -> tuple[Config, EditorSettings]:
-        """defaults <- [tool.fabric-lsp] of the nearest pyproject.toml <- editor settings of the folder."""
+        """defaults <- the closest settings file (config.find_config_file: .fabric-lsp.toml,
+        fabric-lsp.toml or pyproject.toml's [tool.fabric-lsp], as the command line) <- editor
+        settings of the folder."""
         epoch = self._settings_epoch
         folder = self.folder_of(path)
         settings = self.settings_for(path)
@@ -263,7 +265,7 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         cached = self._configs.get(key)
         if cached is None:
             file_config, problems = load_config(Path(path))
-            config = replace(file_config, **dict(settings.fields))
+            config = apply_settings(file_config, settings.fields)
             if config.root is None:
                 config = replace(config, root=folder or self.root_path or os.path.dirname(path))
             cached = self._configs[key] = (config, tuple(problems))

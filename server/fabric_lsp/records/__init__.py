@@ -13,11 +13,13 @@ from fabric_lsp.records.loader import (
     load_records,
     pattern_risk,
 )
-from fabric_lsp.records.render import render_markdown, render_text
+from fabric_lsp.records.matching import Explanation, explain_note, explain_query, looks_like_code
+from fabric_lsp.records.render import render_markdown, render_text, rule_page
 from fabric_lsp.records.rules_table import RULES, Rule, rule_by_code, rule_for_record
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "Explanation",
     "RULES",
     "MessageMatch",
     "Record",
@@ -25,10 +27,14 @@ __all__ = [
     "RecordSet",
     "Rule",
     "default_records",
+    "explain_note",
+    "explain_query",
     "load_records",
+    "looks_like_code",
     "pattern_risk",
     "render_markdown",
     "render_text",
     "rule_by_code",
     "rule_for_record",
+    "rule_page",
 ]

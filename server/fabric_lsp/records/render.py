@@ -18,6 +18,12 @@ from fabric_lsp.records.rules_table import rule_by_code, rule_for_record
 _TEXT_WIDTH = 88
 
 
+def rule_page(record: Record, code: str | None = None) -> str | None:
+    """The rule's documentation page in the repository (`docs/rules/FAB001.md`), for a rule's record."""
+    rule = rule_by_code(code) if code else rule_for_record(record.id)
+    return f"docs/rules/{rule.code}.md" if rule else None
+
+
 def title(record: Record, code: str | None = None) -> str:
     """The heading: "FAB001 unmarked-forward-method" for a rule's record, else what the record names."""
     rule = rule_by_code(code) if code else rule_for_record(record.id)
@@ -102,7 +108,9 @@ def _path_source(path: RecordPath) -> str:
     return f"{path.file_path} line {path.line_number} ({path.version})"
 
 
-def render_markdown(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
+def render_markdown(record: Record, context: Mapping[str, str] | None = None, code: str | None = None,
+                    note: str | None = None) -> str:
+    """The record as Markdown; `note` (why `explain` chose it) goes before the rule page, which ends it."""
     parts = [f"### {title(record, code)}", _code_block(runtime_message(record, context), "text")]
     path = record.path_for(context)
     if path is not None:
@@ -131,6 +139,11 @@ def render_markdown(record: Record, context: Mapping[str, str] | None = None, co
     if path is not None:
         parts.append(f"This path: `{path.file_path}` line {path.line_number} ({path.version})")
     parts.append(f"Source: [{_source_label(record)}]({record.github_url}) · record `{record.id}`")
+    if note:
+        parts.append(note)
+    page = rule_page(record, code)
+    if page:
+        parts.append(f"Rule page: `{page}`")
     return "\n\n".join(parts) + "\n"
 
 
@@ -150,7 +163,9 @@ def _text_bullets(items: list[str]) -> str:
     )
 
 
-def render_text(record: Record, context: Mapping[str, str] | None = None, code: str | None = None) -> str:
+def render_text(record: Record, context: Mapping[str, str] | None = None, code: str | None = None,
+                note: str | None = None) -> str:
+    """The record as plain text; `note` (why `explain` chose it) goes before the rule page, which ends it."""
     heading = title(record, code)
     parts = [f"{heading}\n{'=' * len(heading)}", runtime_message(record, context)]
     path = record.path_for(context)
@@ -181,4 +196,9 @@ def render_text(record: Record, context: Mapping[str, str] | None = None, code: 
     if path is not None:
         parts.append(f"This path: {_path_source(path)}")
     parts.append(f"Source: {_source_label(record)}\n    {record.github_url}\nRecord: {record.id}")
+    if note:
+        parts.append(_paragraph(note))
+    page = rule_page(record, code)
+    if page:
+        parts.append(f"Rule page: {page}")
     return "\n\n".join(parts) + "\n"

@@ -1,13 +1,23 @@
-"""What every output format shares: positions, paths, fixability, the rule's documentation link."""
+"""What every output format shares: positions, paths, fixability, the rule's documentation link,
+the repository root (for reports read by CI services), the flagged source lines (for fingerprints)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from fabric_lsp.findings import Applicability, Finding, Position
 from fabric_lsp.walk import display_path
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Places named inside a message ("wrapped at train.py:34", "cell 2:4", "line 12"): left out of a
+# fingerprint, which must not change when lines move.
+_PLACE_NUMBERS = re.compile(r"(?<=:)\d+|(?<=\bline )\d+|(?<=\bcell )\d+")
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -20,6 +30,46 @@ class ReportContext:
     # Notebooks among the reported files (absolute path -> notebook.NotebookLocator): their findings'
     # positions are in the joined code cells and are shown by cell.
     notebooks: dict[str, object] = field(default_factory=dict)
+    color: bool = False  # text output: ANSI colours (report/terminal.py decides)
+    quiet: bool = False  # text output: the findings only, no summary (--quiet)
+    show_fixes: bool = False  # text output after --fix: what was fixed, per file (--show-fixes)
+    fixed_findings: Sequence[Finding] = ()  # the findings --fix fixed
+    # The repository root: SARIF and GitLab paths are relative to it (None: the nearest folder
+    # above `cwd` holding `.git`, else `cwd`).
+    root: str | None = None
+    _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def repository_root(self) -> str:
+        if self.root is None:
+            self.root = repository_root(self.cwd)
+        return self.root
+
+    def relative_to_root(self, path: str) -> str | None:
+        """`path` relative to the repository root, with `/` separators; None when outside it."""
+        root, absolute = os.path.abspath(self.repository_root()), os.path.abspath(path)
+        try:
+            if os.path.commonpath([root, absolute]) != root or absolute == root:
+                return None
+        except ValueError:  # another drive
+            return None
+        return Path(os.path.relpath(absolute, root)).as_posix()
+
+    def source_line(self, path: str, line: int) -> str:
+        """The text of 0-based `line` of the file as analysed (a notebook: its joined code cells);
+        '' when the file cannot be read any more."""
+        absolute = os.path.abspath(path)
+        lines = self._lines.get(absolute)
+        if lines is None:
+            locator = self.notebooks.get(absolute)
+            if locator is not None:
+                text = locator.joined.text
+            else:
+                from fabric_lsp.walk import read_source
+
+                source, _ = read_source(absolute, MAX_SOURCE_BYTES)
+                text = source.text if source is not None else ""
+            lines = self._lines[absolute] = _LINE_BREAK.split(text)
+        return lines[line] if 0 <= line < len(lines) else ""
 
     def record_set(self):
         if self.records is None:
@@ -92,3 +142,45 @@ def sort_key(finding: Finding) -> tuple:
     """Stable report order: path, row, column, code (then the rest, for ties)."""
     start, end = finding.span.start, finding.span.end
     return (finding.span.path, start.line, start.character, finding.code, end.line, end.character, finding.message)
+
+
+def repository_root(cwd: str) -> str:
+    """The nearest folder at or above `cwd` holding `.git` (a folder, or a file in a worktree or a
+    submodule); `cwd` when there is none."""
+    start = os.path.abspath(cwd)
+    folder = start
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
+
+
+def stable_message(message: str) -> str:
+    """The message with the numbers of the places it names left out (they move with the code)."""
+    return _PLACE_NUMBERS.sub("#", message)
+
+
+def occurrences(findings: Sequence[Finding], context: ReportContext) -> list[tuple[str, str, int]]:
+    """For each finding: (its path relative to the repository root or absolute, the stripped text
+    of its first line, its 1-based occurrence among the findings of the same file, code and line
+    text). With the code these identify a finding without its line number: it keeps its
+    fingerprint when lines are added or removed above it."""
+    seen: dict[tuple[str, str, str], int] = {}
+    found = []
+    for finding in findings:
+        path = context.relative_to_root(finding.span.path) or Path(os.path.abspath(finding.span.path)).as_posix()
+        text = context.source_line(finding.span.path, finding.span.start.line).strip()
+        key = (path, finding.code, text)
+        seen[key] = seen.get(key, 0) + 1
+        found.append((path, text, seen[key]))
+    return found
+
+
+def fingerprint(*parts: object) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(str(part).encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()

@@ -44,7 +44,8 @@ def format_finding(finding: Finding, context: ReportContext) -> str:
     properties = ",".join(
         f"{key}={_escape_property(str(value))}"
         for key, value in (
-            ("file", context.display(finding.span.path)),
+            # GitHub places annotations by the path from the repository root (CI may run in a subfolder).
+            ("file", context.relative_to_root(finding.span.path) or context.display(finding.span.path)),
             ("line", row),
             ("col", col),
             ("endLine", end_row),

@@ -1,7 +1,18 @@
 """`--format sarif`: SARIF 2.1.0 (one run; the tool's rules; results with locations, related
-locations and fixes). Columns are Unicode code points (`columnKind: unicodeCodePoints`), matching
-our positions. Files below the current directory are given relative to `%SRCROOT%` (what GitHub
-code scanning expects), others as absolute file URIs.
+locations and fixes), shaped for GitHub code scanning. Columns are Unicode code points
+(`columnKind: unicodeCodePoints`), matching our positions.
+
+- Files inside the repository root (the nearest folder above the current one holding `.git`, else
+  the current folder) are given relative to it, with `uriBaseId: %SRCROOT%` and the root's file
+  URI in `originalUriBaseIds`: the report is right when CI runs `check` in a subdirectory. Files
+  outside it are absolute file URIs.
+- Each rule has `help` (`text` and `markdown`: its knowledge-base record, as `explain` shows it) and
+  `helpUri` (the record's source link). The driver's `informationUri` is the project URL of the
+  installed package's metadata (`[project.urls]`), else the repository the records come from.
+- Each result has `partialFingerprints.primaryLocationLineHash`: `<hash>:<n>`, the hash of the
+  file's path from the root, the code and the stripped text of the flagged line, `n` its occurrence
+  among identical ones in the file; no line number, so lines added above it keep it.
+- A file that does not parse is a result of the rule `invalid-syntax` (added to the rules then).
 
 A finding in a notebook is placed where GitHub and other SARIF viewers can show it: at the line and
 column of the .ipynb file's JSON text that hold that character of the cell's source; its cell and
@@ -19,7 +30,7 @@ from typing import Any, Sequence
 
 import fabric_lsp
 from fabric_lsp.findings import Finding, Position, Severity
-from fabric_lsp.report.common import ReportContext
+from fabric_lsp.report.common import ReportContext, fingerprint, occurrences
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -33,12 +44,10 @@ _LEVEL = {
 
 
 def _artifact(path: str, context: ReportContext) -> dict[str, Any]:
-    absolute = os.path.abspath(path)
-    cwd = os.path.abspath(context.cwd)
-    if os.path.commonpath([cwd, absolute]) == cwd and absolute != cwd:
-        relative = Path(os.path.relpath(absolute, cwd)).as_posix()
+    relative = context.relative_to_root(path)
+    if relative is not None:
         return {"uri": urllib.parse.quote(relative), "uriBaseId": SRCROOT}
-    return {"uri": Path(absolute).as_uri()}
+    return {"uri": Path(os.path.abspath(path)).as_uri()}
 
 
 def _region(start: Position, end: Position) -> dict[str, int]:
@@ -57,8 +66,9 @@ def _physical(path: str, start: Position, end: Position, context: ReportContext)
     return {"artifactLocation": _artifact(path, context), "region": region}
 
 
-def _rules(context: ReportContext) -> list[dict[str, Any]]:
-    from fabric_lsp.records import RULES
+def _rules(context: ReportContext, syntax: bool) -> list[dict[str, Any]]:
+    from fabric_lsp.records import RULES, render_markdown, render_text
+    from fabric_lsp.report import syntax as invalid
 
     records = context.record_set()
     rules = []
@@ -73,16 +83,51 @@ def _rules(context: ReportContext) -> list[dict[str, Any]]:
         if record is not None:
             entry["helpUri"] = record.github_url
             entry["fullDescription"] = {"text": record["documentation"]}
+            entry["help"] = {"text": render_text(record, code=rule.code), "markdown": render_markdown(record, code=rule.code)}
         rules.append(entry)
+    if syntax:
+        rules.append({
+            "id": invalid.CODE,
+            "name": invalid.NAME,
+            "shortDescription": {"text": invalid.SUMMARY},
+            "help": {"text": invalid.SUMMARY, "markdown": invalid.SUMMARY},
+            "defaultConfiguration": {"level": "error"},
+        })
     return rules
 
 
-def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext) -> dict[str, Any]:
+def information_uri(context: ReportContext) -> str | None:
+    """The project's URL from the installed package's metadata ([project.urls]), else the
+    repository of the knowledge-base records (https://github.com/<repo>)."""
+    import importlib.metadata
+
+    try:
+        urls = importlib.metadata.metadata("fabric-lsp").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        urls = []
+    by_label = {}
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        by_label[label.strip().lower()] = url.strip()
+    for label in ("homepage", "repository", "source", "source code", "documentation"):
+        if by_label.get(label, "").startswith("https://"):
+            return by_label[label]
+    from fabric_lsp.records import RULES
+
+    record = context.record_set().by_id(RULES[0].record_id)
+    repo = record["repo"] if record is not None else ""
+    return f"https://github.com/{repo}" if repo else None
+
+
+def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext,
+            occurrence: tuple[str, str, int]) -> dict[str, Any]:
+    path, line_text, count = occurrence
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
         "message": {"text": finding.message},
         "locations": [{"physicalLocation": _physical(finding.span.path, finding.span.start, finding.span.end, context)}],
+        "partialFingerprints": {"primaryLocationLineHash": f"{fingerprint(path, finding.code, line_text)[:16]}:{count}"},
         "properties": {"severity": finding.severity.value},
     }
     cell, inside = context.cell(finding.span.path, finding.span.start)
@@ -122,18 +167,26 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
 
 
 def sarif_document(findings: Sequence[Finding], context: ReportContext) -> dict[str, Any]:
-    rules = _rules(context)
+    from fabric_lsp.report.syntax import CODE
+
+    rules = _rules(context, syntax=any(f.code == CODE for f in findings))
     rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
-    cwd_uri = Path(os.path.abspath(context.cwd)).as_uri().rstrip("/") + "/"
+    root_uri = Path(os.path.abspath(context.repository_root())).as_uri().rstrip("/") + "/"
+    driver: dict[str, Any] = {"name": "fabric-lsp", "version": fabric_lsp.__version__}
+    uri = information_uri(context)
+    if uri:
+        driver["informationUri"] = uri
+    driver["rules"] = rules
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "fabric-lsp", "version": fabric_lsp.__version__, "rules": rules}},
-                "originalUriBaseIds": {SRCROOT: {"uri": cwd_uri}},
+                "tool": {"driver": driver},
+                "originalUriBaseIds": {SRCROOT: {"uri": root_uri}},
                 "columnKind": "unicodeCodePoints",
-                "results": [_result(f, rule_index, context) for f in findings],
+                "results": [_result(f, rule_index, context, where)
+                            for f, where in zip(findings, occurrences(findings, context))],
             }
         ],
     }

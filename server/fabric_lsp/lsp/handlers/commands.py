@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from lsprotocol import types
 
 from fabric_lsp.lsp.session import FabricLanguageServer
-from fabric_lsp.records import render_markdown, render_text, rule_by_code
+from fabric_lsp.records import explain_note, explain_query, render_markdown, render_text
 from fabric_lsp.report.escape import escape_controls
 
 log = logging.getLogger("fabric_lsp.lsp")
@@ -38,22 +38,18 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
         query = query.strip()
         config, _ = ls.config_for(os.path.join(ls.root_path or os.getcwd(), "__explain__.py"))
         records = ls.records_for(config)
-        rule = rule_by_code(query)
-        record = records.by_code(query) if rule else records.by_id(query)
-        context = None
-        if record is None:
-            match = records.match_message(query)
-            if match is not None:
-                record, context = match.record, match.context
-        if record is None:
+        found = explain_query(records, query)  # a code, a record id, a message or a fragment of one
+        if not found:
             ls.window_show_message(
                 types.ShowMessageParams(
                     type=types.MessageType.Warning, message=f"fabric-lsp: no rule or record matches {query[:200]!r}"
                 )
             )
             return None
-        code = rule.code if rule else record.code
-        plaintext = render_text(record, context=context, code=code)
+        best = found[0]
+        record, context, code = best.record, best.context, best.code
+        note = explain_note(best, found[1:])
+        plaintext = render_text(record, context=context, code=code, note=note)
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Info, message=escape_controls(plaintext, keep="\n"))
         )
@@ -62,7 +58,8 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
             "record": record.id,
             "url": record.github_url,
             "context": context or {},
-            "markdown": render_markdown(record, context=context, code=code),
+            "reason": best.reason,
+            "markdown": render_markdown(record, context=context, code=code, note=note),
             "plaintext": plaintext,
         }
     except Exception:

@@ -13,6 +13,7 @@ from typing import Any
 from lsprotocol import types
 
 import fabric_lsp
+from fabric_lsp.config import CONFIG_FILE_NAMES
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import uri_to_path
 from fabric_lsp.lsp.handlers import diagnostics
@@ -155,7 +156,7 @@ async def _register_dynamic_capabilities(ls: FabricLanguageServer) -> None:
     if ls.features.watched_files_dynamic:
         watchers = [
             types.FileSystemWatcher(glob_pattern="**/*.py"),
-            types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+            *(types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILE_NAMES),
         ]
         registrations.append(
             types.Registration(

@@ -9,6 +9,7 @@ import stat
 
 from lsprotocol import types
 
+from fabric_lsp.config import CONFIG_FILE_NAMES
 from fabric_lsp.lsp.documents import Document, is_cell_uri, uri_to_path
 from fabric_lsp.lsp.handlers.guard import guarded
 from fabric_lsp.lsp.session import FabricLanguageServer
@@ -74,7 +75,7 @@ def did_change(ls: FabricLanguageServer, params: types.DidChangeTextDocumentPara
 @guarded()
 def did_save(ls: FabricLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
     path = uri_to_path(params.text_document.uri)
-    if path and os.path.basename(path) == "pyproject.toml":
+    if path and os.path.basename(path) in CONFIG_FILE_NAMES:
         ls.forget_configuration()
         ls.schedule_all()
     elif path and path.endswith((".py", ".pyi")):

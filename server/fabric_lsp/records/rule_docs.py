@@ -1,0 +1,324 @@
+"""One documentation page per rule, in ruff's shape (docs/rules/FAB001.md ...), generated here.
+
+`fabric-lsp rules --format markdown [CODE ...]` prints them and tests/test_rule_docs.py checks that
+the files in docs/rules/ are exactly what this module renders, so the pages cannot drift from the
+code: the runtime error is the record's errorMessage (copied from Lightning) and its other paths'
+(records/paths.json), filled in with the example's names as hover shows them; the example is one of
+the rule module's INVALID cases (RuleProse.example), checked by the engine as it is written, with what
+fabric-lsp reports on it; "Use instead" is that example with every fix applied (unsafe ones included). The
+prose (what it does, fixes, severities) is the text below.
+
+Regenerate the pages after changing a rule, its record or its prose:
+
+    python -m fabric_lsp.records.rule_docs docs/rules
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass
+
+from fabric_lsp.records.loader import Record, RecordSet, default_records
+from fabric_lsp.records.render import _code_block, _inline_code, example_fix, runtime_message
+from fabric_lsp.records.rules_table import RULES, Rule, rule_by_code
+
+_LABEL = re.compile(r"[ \t]*# expect: [A-Z]+[0-9]+ \w+[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RuleProse:
+    what: str  # "What it does"
+    why: str  # "Why is this bad?": before the runtime error
+    not_reported: str  # what looks alike but is left alone
+    fix: str  # what the fixes do
+    fix_safety: str
+    severity: tuple[tuple[str, str], ...]  # (severity, when)
+    fix_availability: str  # ruff's "Fix is always/sometimes available."
+    example: int = 0  # which of the rule module's INVALID cases the page shows
+
+
+PROSE: dict[str, RuleProse] = {
+    "FAB001": RuleProse(
+        what=(
+            "Finds calls `wrapped.m(...)` of a custom method on a model returned by `fabric.setup(...)` or "
+            "`fabric.setup_module(...)` when `m` runs a module of the model's tree (a child layer, `self(...)`, "
+            "`self.forward(...)`, also through helper methods) and `wrapped.mark_forward_method(\"m\")` was not "
+            "called before. The wrapped model is followed wherever it goes in the project: helpers that receive "
+            "it, return values, attributes, base classes, factories in other modules."
+        ),
+        why=(
+            "Under a strategy that wraps the module (every `ddp*` strategy, `dp`, `fsdp`, `deepspeed*`, "
+            "`xla_fsdp`; `devices>1` or `num_nodes>1` with the default strategy; or a model that was "
+            "`torch.compile`d before setup, even on one device), Lightning hooks every module of the tree while "
+            "the method runs, and when a forward ran outside the wrapper's own `forward` it raises as the method "
+            "returns, because the call bypassed the strategy (DDP's gradient synchronisation, FSDP's parameter "
+            "gathering). That happens minutes into a multi-GPU job, after the data loading and the first steps:"
+        ),
+        not_reported=(
+            "Names the wrapper itself has (everything of `nn.Module`, `forward`, `training_step` and the other "
+            "`*_step` methods, which Lightning routes through `forward`), names marked before the call, "
+            "staticmethods, properties, plain attributes, generator methods (they return before their body "
+            "runs), methods that never run a module, and calls on the unwrapped model (`wrapped.module.m(...)`, "
+            "`fabric.unwrap`)."
+        ),
+        fix=(
+            "Marks the method right after the `fabric.setup(...)` that wrapped the model "
+            "(`model.mark_forward_method(\"generate\")`; a factory's `return fabric.setup(m, opt)` becomes "
+            "`m, opt = fabric.setup(m, opt)`, the mark, `return m, opt`). When that file may not be edited "
+            "(outside the checked paths), the in-file alternative marks the method just before the failing call, "
+            "or, where no line before the call fits (a lambda, a receiver that is a call or a subscript), calls "
+            "`model.module.m(...)`."
+        ),
+        fix_safety=(
+            "The mark is safe: the call then goes through the strategy's `forward`, which is what the runtime "
+            "asks for, and on a single device nothing changes. It is offered before the failing call only when "
+            "the receiver there is always the Fabric wrapper (a mark on an unwrapped module raises "
+            "AttributeError). `model.module.m(...)` is unsafe: it bypasses the strategy, so DDP does not "
+            "synchronise the gradients of that call."
+        ),
+        severity=(
+            ("error", "the code states a wrapping strategy (`Fabric(strategy=\"ddp\")`, `devices=4`, ...) or "
+                      "compiles the model before setup"),
+            ("warning", "the strategy is not visible in the code (from argparse, a config file, the environment, "
+                        "a Fabric passed in) and the method raises under a wrapping one"),
+            ("hint", "the stated strategy is single-device: it cannot raise today, but `fabric run --strategy ddp` "
+                     "or `LT_STRATEGY` would make it raise (hints are off on the command line unless `--hints`)"),
+        ),
+        fix_availability="Fix is always available.",
+        example=3,  # through a helper: the analysis follows the wrapped model
+    ),
+    "FAB002": RuleProse(
+        what=(
+            "Finds a module that directly owns parameters or buffers and has no `reset_parameters` (its own or "
+            "inherited), created on the meta device (`with torch.device(\"meta\"):`, "
+            "`torch.set_default_device(\"meta\")`, `fabric.init_module(empty_init=True)` under FSDP or "
+            "ModelParallel) and then materialized (`_materialize_meta_tensors(...)`, "
+            "`_materialize_distributed_module(...)`, or `fabric.setup` under FSDP or ModelParallel). Library "
+            "modules that need it count too: `nn.MultiheadAttention` (so `nn.TransformerEncoderLayer` and the "
+            "other transformer layers), `nn.ParameterList`/`ParameterDict`, losses built with a `weight=` tensor "
+            "and parametrizations. The two halves may sit in different functions and the class in another file."
+        ),
+        why=(
+            "Materialization allocates the meta tensors for real, uninitialised (`to_empty`), and calls "
+            "`reset_parameters()` on every module that owns one to fill them. A module without it cannot be "
+            "initialised. What happens then depends on the path; Lightning's `_materialize_meta_tensors` raises:"
+        ),
+        not_reported=(
+            "Containers that only hold standard layers, a meta-device model that is never materialized in sight "
+            "or is loaded with `load_state_dict(..., assign=True)`, and `init_module(empty_init=True)` under DDP, "
+            "a single device or DeepSpeed (it only skips the initializers there: nothing is materialized)."
+        ),
+        fix=(
+            "Adds `reset_parameters()` to the class, re-creating each tensor as the constructor does; gives "
+            "`nn.MultiheadAttention` the `reset_parameters` it lacks (as Lightning's transformer demo does); "
+            "otherwise, or when the class's file may not be edited, builds the model off the meta device "
+            "(`\"meta\"` -> `\"cpu\"`, `empty_init=False`)."
+        ),
+        fix_safety=(
+            "Adding `reset_parameters()` is safe when it reproduces the constructor's initial values exactly, "
+            "and unsafe otherwise (the title says \"initial values differ from the constructor's\"). Patching "
+            "`nn.MultiheadAttention` and building off the meta device are unsafe: the first changes a library "
+            "class for the whole process, the second gives up the memory and time the meta device saves."
+        ),
+        severity=(
+            ("error", "the meta-device creation and the materialization are both certain and one class reaches "
+                      "the materialization"),
+            ("warning", "`empty_init` is not a literal (`empty_init=(fabric.world_size > 1)`), the strategy is "
+                        "chosen at run time, or several classes may be the one built"),
+        ),
+        fix_availability="Fix is always available.",
+    ),
+    "FAB003": RuleProse(
+        what=(
+            "Finds `wrapped.mark_forward_method(wrapped.m)` and `wrapped.mark_forward_method(Model.m)`: a method "
+            "passed as an object instead of by name."
+        ),
+        why=(
+            "`mark_forward_method` accepts a string or a bound method. Under a wrapping strategy (or after "
+            "`torch.compile` before setup) `wrapped.m` is the plain function Lightning builds around the method, "
+            "and `Model.m` taken from the class is a plain function on every strategy, so the mark raises before "
+            "anything runs:"
+        ),
+        not_reported="`mark_forward_method(\"m\")` and `mark_forward_method(wrapped.module.m)` (a bound method).",
+        fix="Passes the method's name: `model.mark_forward_method(\"generate\")`.",
+        fix_safety="Safe: the name marks the same method, on every strategy.",
+        severity=(
+            ("error", "`Model.m` (every strategy), or `wrapped.m` under a stated wrapping strategy or after "
+                      "`torch.compile`"),
+            ("warning", "`wrapped.m` where the strategy is not visible in the code"),
+            ("hint", "`wrapped.m` under a single-device strategy (a bound method there; it breaks under DDP)"),
+        ),
+        fix_availability="Fix is always available.",
+    ),
+    "FAB004": RuleProse(
+        what=(
+            "Finds `wrapped.mark_forward_method(\"x\")` where `x` is not a method of the wrapped model's class: "
+            "a typo, a plain attribute or child module, a property, a staticmethod, a `functools.partialmethod`, "
+            "or `\"forward\"`."
+        ),
+        why=(
+            "`mark_forward_method` looks the name up on the original module and accepts only a bound method, "
+            "on every strategy, single device included:"
+        ),
+        not_reported=(
+            "Regular methods, classmethods, generator and async methods, inherited `nn.Module` methods and an "
+            "instance attribute holding a bound method (`self.decode = self._greedy`)."
+        ),
+        fix=(
+            "Corrects a typo to the closest method name; removes a mark of `\"forward\"`; removes a mark of a "
+            "name that is not a method when no method name is close."
+        ),
+        fix_safety=(
+            "Removing a mark of `\"forward\"` is safe (`forward` already runs through the strategy). Correcting "
+            "a typo is unsafe (another method gets routed through `forward`: most likely what was meant, but "
+            "read it), and so is removing the mark of a non-method (it only removes the error: the author "
+            "wanted something routed through `forward`)."
+        ),
+        severity=(
+            ("error", "the name is not a method of any class that reaches the mark (every strategy raises)"),
+            ("warning", "it is not a method of some of the classes that may reach the mark"),
+        ),
+        fix_availability="Fix is sometimes available.",
+    ),
+}
+
+_INTRODUCTION = ("<!-- Generated by `fabric-lsp rules --format markdown {code}` "
+                 "(server/fabric_lsp/records/rule_docs.py). -->")
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def _strip_labels(text: str) -> str:
+    return _LABEL.sub("", text)
+
+
+def _checked_example(rule: Rule):
+    """(example text, its findings, the text with every fix applied) for the rule's INVALID case."""
+    from fabric_lsp.config import Config
+    from fabric_lsp.edits import apply_fixes
+    from fabric_lsp.engine import check_source
+    from fabric_lsp.rules import ALL_RULES
+
+    module = next(module for module in ALL_RULES if module.code == rule.code)
+    text = module.invalid[PROSE[rule.code].example].lstrip("\n")
+    with tempfile.TemporaryDirectory(prefix="fabric-lsp-docs-") as folder:
+        path = os.path.join(folder, "example.py")
+        findings = [f for f in check_source(path, text, Config(hints=True)) if f.code == rule.code]
+        fixes = [f.fix for f in findings if f.fix is not None]
+        fixed = apply_fixes(fixes, {path: text}).texts.get(path, text) if fixes else text
+    return text, findings, fixed
+
+
+def _severity_table(prose: RuleProse) -> str:
+    rows = ["| severity | when |", "|---|---|"]
+    rows += [f"| {severity} | {when} |" for severity, when in prose.severity]
+    return "\n".join(rows)
+
+
+def _runtime_errors(record: Record, context) -> str:
+    parts = [_code_block(runtime_message(record, context), "text")]
+    parts.append(
+        f"Lightning's source: [`{record['filePath']}` line {record['lineNumber']}]({record.github_url}), where the "
+        f"message is the f-string {_inline_code(record.error_message)}."
+    )
+    for path in record.paths:
+        kind = "raises" if path.raises else "warns (no exception)"
+        parts.append(f"{path.label}, the same root cause {kind}:\n\n"
+                     + _code_block(f"{path.error_class}: {_fill(path.error_message, context)}", "text")
+                     + f"\n\n({path.file_path} line {path.line_number}, {path.version}.)")
+    return "\n\n".join(parts)
+
+
+def _fill(template: str, context) -> str:
+    from fabric_lsp.records.messages import fill_message
+
+    return fill_message(template, context)
+
+
+def render_rule_page(code: str, records: RecordSet | None = None) -> str:
+    rule = rule_by_code(code)
+    if rule is None:
+        raise ValueError(f"no rule {code!r}")
+    records = records or default_records()
+    record = records.by_id(rule.record_id)
+    assert record is not None, rule.record_id
+    prose = PROSE[rule.code]
+    text, findings, fixed = _checked_example(rule)
+    context = dict(findings[0].context) if findings else None
+    reported = "\n".join(
+        f"- line {f.span.start.line + 1}, {f.severity.value}: {_sentence(f.message)}"
+        + (f" Fix ({f.fix.applicability.value}): {_sentence(f.fix.title)}" if f.fix else "")
+        for f in findings
+    )
+    parts = [
+        _INTRODUCTION.format(code=rule.code),
+        f"# {rule.name} ({rule.code})",
+        f"{prose.fix_availability} Knowledge-base record `{record.id}` (`fabric-lsp explain {rule.code}`).",
+        "## What it does\n\n" + prose.what,
+        "## Why is this bad?\n\n" + prose.why + "\n\n" + _runtime_errors(record, context),
+        "**Not reported:** " + prose.not_reported,
+        "## Example\n\n" + _code_block(_strip_labels(text).rstrip("\n"), "python")
+        + "\n\n`fabric-lsp check --hints` reports:\n\n" + reported,
+        "Use instead (every fix applied):\n\n" + _code_block(_strip_labels(fixed).rstrip("\n"), "python"),
+        "The record's own example:\n\n" + _code_block(example_fix(record), "python"),
+        "## Fix\n\n" + prose.fix,
+        "## Fix safety\n\n" + prose.fix_safety
+        + " `fabric-lsp check --fix` applies the safe fixes; `--unsafe-fixes` adds the unsafe ones.",
+        "## Severity\n\n" + _severity_table(prose)
+        + "\n\nAn analysis that cannot see enough (a class it cannot resolve, a bound that is hit) never gives "
+          "a warning or an error: at most a hint that says what it could not see.",
+        "## Options\n\n" + _options(rule),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _options(rule: Rule) -> str:
+    return textwrap.dedent(f"""\
+        In `pyproject.toml` (`[tool.fabric-lsp]`):
+
+        ```toml
+        [tool.fabric-lsp]
+        ignore = ["{rule.code}"]  # never report it
+        severity = {{ {rule.code} = "warning" }}  # report it at another severity
+        per-file-ignores = {{ "tests/*" = ["{rule.code}"] }}  # not in these files
+        hints = true  # also report hints
+        ```
+
+        On the command line: `--select {rule.code}`, `--ignore {rule.code}`. On a line: `# noqa: {rule.code}`.
+        In an editor: the same keys as `initializationOptions` or the `fabric-lsp` settings section
+        (VS Code: `fabric-lsp.select`, `fabric-lsp.ignore`, `fabric-lsp.severity`, `fabric-lsp.showHints`).""")
+
+
+def render_rule_pages(codes: list[str] | None = None) -> str:
+    """The pages of `codes` (default: every rule), separated by a blank line."""
+    records = default_records()
+    chosen = [rule.code for rule in RULES] if not codes else [rule_by_code(code).code for code in codes]
+    return "\n".join(render_rule_page(code, records) for code in chosen)
+
+
+def page_path(code: str, docs_dir: str = "docs/rules") -> str:
+    return os.path.join(docs_dir, f"{code}.md")
+
+
+def write_pages(docs_dir: str) -> list[str]:
+    """Write docs_dir/FAB00N.md for every rule; returns the paths written."""
+    os.makedirs(docs_dir, exist_ok=True)
+    records = default_records()
+    written = []
+    for rule in RULES:
+        path = page_path(rule.code, docs_dir)
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(render_rule_page(rule.code, records))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_pages(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"):
+        print(written_path)

@@ -1,0 +1,149 @@
+"""docs/ci.md: every YAML block parses, and every `fabric-lsp` command its GitHub Actions steps
+(`run:`) and GitLab jobs (`script:`) run is executed here on a fixture repository: it exits as the
+recipe expects (1 on findings, 0 with --exit-zero) and writes the file the recipe uploads
+(upload-sarif's `sarif_file`, GitLab's `artifacts: reports:`), in the format the consumer reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "ci.md"
+EXAMPLES = ROOT / "fixtures" / "examples"
+FABRIC_LSP = Path(sys.executable).with_name("fabric-lsp")
+
+
+def _blocks() -> list[object]:
+    text = DOC.read_text(encoding="utf-8")
+    found = re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.S | re.M)
+    assert len(found) >= 4, "docs/ci.md: GitHub Actions, GitLab Code Quality, GitLab JUnit, pre-commit"
+    return [yaml.safe_load(block) for block in found]
+
+
+def _commands(run: str) -> list[str]:
+    return [line.strip() for line in run.splitlines() if line.strip().startswith("fabric-lsp ")]
+
+
+def _github_steps(document) -> list[tuple[str, dict]]:
+    """(command, the step after it) for each `run: fabric-lsp ...` of a workflow."""
+    found = []
+    for job in document["jobs"].values():
+        steps = job["steps"]
+        for index, step in enumerate(steps):
+            for command in _commands(step.get("run", "")):
+                found.append((command, steps[index + 1] if index + 1 < len(steps) else {}))
+    return found
+
+
+def _gitlab_jobs(document) -> list[tuple[str, dict]]:
+    """(command, the job's artifacts) for each `fabric-lsp ...` line of a job's script."""
+    return [(command, job.get("artifacts", {}))
+            for job in document.values() if isinstance(job, dict) and "script" in job
+            for line in job["script"] for command in _commands(line)]
+
+
+@pytest.fixture()
+def repository(tmp_path) -> Path:
+    """The bundled training scripts as a repository (labels are comments: they change nothing)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES, repo)
+    (repo / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo
+
+
+def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    argv = shlex.split(command)
+    assert argv[0] == "fabric-lsp"
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([str(FABRIC_LSP), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _expected_status(command: str) -> int:
+    return 0 if "--exit-zero" in shlex.split(command) else 1  # the fixture has findings
+
+
+def test_every_block_parses_and_has_the_recipes():
+    documents = _blocks()
+    workflows = [d for d in documents if isinstance(d, dict) and "jobs" in d]
+    gitlab = [d for d in documents if isinstance(d, dict) and any(
+        isinstance(job, dict) and "script" in job for job in d.values())]
+    precommit = [d for d in documents if isinstance(d, dict) and "repos" in d]
+    assert len(workflows) == 1 and len(gitlab) == 2 and len(precommit) == 1
+    uses = [step.get("uses", "") for job in workflows[0]["jobs"].values() for step in job["steps"]]
+    assert "github/codeql-action/upload-sarif@v3" in uses
+    assert workflows[0]["jobs"]["code-scanning"]["permissions"]["security-events"] == "write"
+    hooks = precommit[0]["repos"][0]["hooks"]
+    declared = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert [hook["id"] for hook in hooks] == [hook["id"] for hook in declared]
+
+
+def test_github_actions_commands(repository):
+    (workflow,) = [d for d in _blocks() if isinstance(d, dict) and "jobs" in d]
+    steps = _github_steps(workflow)
+    assert len(steps) == 2
+    formats = set()
+    for command, following in steps:
+        result = _run(command, repository)
+        assert result.returncode == _expected_status(command), (command, result.stderr)
+        argv = shlex.split(command)
+        output_format = argv[argv.index("--output-format") + 1]
+        formats.add(output_format)
+        if output_format == "sarif":
+            assert following.get("uses", "").startswith("github/codeql-action/upload-sarif@")
+            report = repository / following["with"]["sarif_file"]
+            assert report.is_file(), f"{command} did not write {report.name}"
+            sarif = json.loads(report.read_text())
+            assert sarif["version"] == "2.1.0"
+            run = sarif["runs"][0]
+            assert {r["ruleId"] for r in run["results"]} >= {"FAB001", "FAB002", "FAB003"}
+            assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith((".py", ".ipynb"))
+                       for r in run["results"])
+            assert all(rule.get("helpUri") for rule in run["tool"]["driver"]["rules"])
+        elif output_format == "github":
+            lines = result.stdout.splitlines()
+            assert lines and all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines), lines
+            assert any("file=train_char_gpt.py,line=130," in line and "title=FAB001" in line for line in lines)
+    assert formats == {"sarif", "github"}
+
+
+def test_gitlab_commands(repository):
+    jobs = [job for d in _blocks() if isinstance(d, dict) for job in _gitlab_jobs(d)]
+    assert len(jobs) == 2
+    seen = set()
+    for command, artifacts in jobs:
+        result = _run(command, repository)
+        assert result.returncode == _expected_status(command), (command, result.stderr)
+        assert artifacts.get("when") == "always"
+        for kind, name in artifacts["reports"].items():
+            seen.add(kind)
+            report = repository / name
+            assert report.is_file(), f"{command} did not write {name}"
+            if kind == "codequality":
+                entries = json.loads(report.read_text())
+                assert {e["check_name"] for e in entries} >= {"FAB001", "FAB002", "FAB003"}
+                for entry in entries:
+                    assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(entry)
+                    assert entry["severity"] in ("info", "minor", "major", "critical", "blocker")
+                    assert (repository / entry["location"]["path"]).is_file()
+                    assert entry["location"]["lines"]["begin"] >= 1
+                assert len({e["fingerprint"] for e in entries}) == len(entries)
+            elif kind == "junit":
+                tree = ElementTree.parse(report)
+                cases = tree.getroot().iter("testcase")
+                assert any(case.find("failure") is not None for case in cases)
+            else:
+                raise AssertionError(f"unexpected report {kind}")
+    assert seen == {"codequality", "junit"}
