@@ -1065,28 +1065,9 @@ def write_report(args: argparse.Namespace, findings: Sequence[Finding], context:
         raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror or error}") from None
 
 
-def _syntax_broken(results) -> dict[str, set[str]]:
-    """The files (absolute paths) reported as invalid-syntax among `results`, with the cells reported
-    (notebooks)."""
-    found: dict[str, set[str]] = {}
-    for result in results:
-        for finding in result.findings:
-            if is_syntax_finding(finding):
-                found.setdefault(os.path.abspath(finding.span.path), set()).add(finding.context.get("cell", ""))
-    return found
-
-
-def _without_cells_left_out(notice: Notice | None, broken: dict[str, set[str]]) -> Notice | None:
-    """A notebook's notice "left out, as they do not parse on their own: cell 2: ...; cell 5: ..."
-    without the cells reported as invalid-syntax entries (said once, in the report)."""
-    marker = "left out, as they do not parse on their own: "
-    if notice is None or marker not in notice.reason or os.path.abspath(notice.path) not in broken:
-        return notice
-    reported = broken[os.path.abspath(notice.path)]
-    before, _, cells = notice.reason.partition(marker)
-    kept = [part for part in cells.split("; ") if part.partition(":")[0].removeprefix("cell ") not in reported]
-    reason = before + marker + "; ".join(kept) if kept else before.rstrip("; ")
-    return replace(notice, reason=reason) if reason else None
+def _syntax_broken(results) -> set[str]:
+    """The files (absolute paths) reported as invalid-syntax among `results`."""
+    return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
@@ -1110,9 +1091,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     broken = _syntax_broken(results)
     for result in results:
         analysis_notices.update(without_syntax_notices(result.analysis_notices, broken))
-        notice = _without_cells_left_out(result.notice, broken)
-        if notice is not None:
-            notices.append(notice)
+        if result.notice is not None:
+            notices.append(result.notice)
         if result.error is not None:
             failed = True
             _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
@@ -1164,14 +1144,12 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         if rechecked:
             with Progress(len(rechecked), sys.stderr, enabled=not args.quiet):
                 fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache, need_edits)}
-            broken = _syntax_broken(fresh.values())
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
                     _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
-                notice = _without_cells_left_out(result.notice, broken)
-                if notice is not None:
-                    _say(notice.format(cwd))
+                if result.notice is not None:
+                    _say(result.notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
             findings += _confine([f for r in fresh.values() for f in r.findings], bounds, cwd, say=False)
             findings.sort(key=sort_key)

@@ -19,6 +19,7 @@ import ast
 import bisect
 import json
 import re
+import textwrap
 import threading
 from dataclasses import dataclass, field
 
@@ -207,6 +208,16 @@ class CellSpan:
 
 
 @dataclass(frozen=True)
+class LeftOutCell:
+    number: int
+    problem: str  # "invalid syntax (line 2)"
+    dedented_parses: bool  # indented as a whole: IPython dedents it and runs it (no syntax error)
+
+    def __str__(self) -> str:
+        return f"cell {self.number}: {self.problem}"
+
+
+@dataclass(frozen=True)
 class JoinedCells:
     """The analysis unit of a notebook: the neutralised code cells joined, and where each cell is."""
 
@@ -214,8 +225,8 @@ class JoinedCells:
     cells: tuple[CellSpan, ...]
     _starts: tuple[int, ...] = field(default=(), compare=False, repr=False)
     # Cells left out because they do not parse on their own (the kernel compiles each cell alone and
-    # fails only that one): "cell 5: invalid syntax (line 2)".
-    left_out: tuple[str, ...] = ()
+    # fails only that one).
+    left_out: tuple[LeftOutCell, ...] = ()
 
     def cell_at(self, line: int) -> tuple[CellSpan, bool] | None:
         """The cell holding joined `line` (0-based), and whether the line is the separator after it."""
@@ -255,13 +266,13 @@ def join_cells(cells: list[tuple[int, str]]) -> JoinedCells:
     """(cell number, cell text) of the code cells, in order -> the joined, neutralised text."""
     parts: list[str] = []
     spans: list[CellSpan] = []
-    left_out: list[str] = []
+    left_out: list[LeftOutCell] = []
     line = 0
     for number, text in cells:
         body = neutralise(text)
         problem = _syntax_problem(body)
         if problem is not None:
-            left_out.append(f"cell {number}: {problem}")
+            left_out.append(LeftOutCell(number, problem, _parses(textwrap.dedent(body))))
             body = "\n".join(_commented(row) for row in body.split("\n"))
         if body.endswith("\n"):
             body = body[:-1]
@@ -366,13 +377,23 @@ class NotebookFile:
     warning: str | None = None  # read, but said once (e.g. a string source: checked, not fixed)
 
     def joined(self) -> JoinedCells:
-        return join_cells([(cell.index + 1, cell.source) for cell in self.cells if cell.python])
+        """The code cells joined (join_cells: each cell parsed alone), made once per notebook."""
+        joined = self.__dict__.get("_joined")
+        if joined is None:
+            joined = join_cells([(cell.index + 1, cell.source) for cell in self.cells if cell.python])
+            object.__setattr__(self, "_joined", joined)  # a frozen dataclass: a cache, not state
+        return joined
+
+    @property
+    def ascii_only(self) -> bool:
+        """Whether the file escapes non-ASCII characters (json.dumps(ensure_ascii=True)'s style)."""
+        return self.json_text.isascii() and "\\u" in self.json_text
 
     def updated(self, sources: dict[int, str]) -> str:
         """The JSON text with the cells `sources` (cell number -> new text) replaced and nothing
         else changed."""
         text = self.json_text
-        style = _list_style(text, self.cells)
+        style = _list_style(self)
         for cell in sorted(self.cells, key=lambda c: c.source_span, reverse=True):
             number = cell.index + 1
             if number not in sources or sources[number] == cell.source:
@@ -524,18 +545,22 @@ class _ListStyle:
     ascii_only: bool
 
 
-def _list_style(text: str, cells) -> _ListStyle:
+def _list_style(notebook: NotebookFile) -> _ListStyle:
     opening, closing = "\n    ", "\n   "  # Jupyter's (indent=1), for a notebook without any non-empty list
-    for cell in cells:
+    for cell in notebook.cells:
         start, end = cell.source_span
-        value = text[start:end]
+        value = notebook.json_text[start:end]
         if cell.source_is_list and value != "[]":
-            first = _skip(value, 1)
-            last = len(value.rstrip("]").rstrip(" \t\n\r"))
-            opening, closing = value[1:first], value[last:-1]
+            opening, closing = _delimiters(value)
             break
-    ascii_only = text.isascii() and "\\u" in text
-    return _ListStyle(opening, closing, ascii_only)
+    return _ListStyle(opening, closing, notebook.ascii_only)
+
+
+def _delimiters(value: str) -> tuple[str, str]:
+    """The whitespace after `[` and before `]` of a non-empty JSON list."""
+    first = _skip(value, 1)
+    last = len(value.rstrip("]").rstrip(" \t\n\r"))
+    return value[1:first], value[last:-1]
 
 
 def _source_json(source: str, original: str, style: _ListStyle) -> str:
@@ -544,12 +569,7 @@ def _source_json(source: str, original: str, style: _ListStyle) -> str:
     lines = _lines(source)
     if not lines:
         return "[]"
-    if original != "[]":
-        first = _skip(original, 1)
-        last = len(original.rstrip("]").rstrip(" \t\n\r"))
-        opening, closing = original[1:first], original[last:-1]
-    else:
-        opening, closing = style.opening, style.closing
+    opening, closing = _delimiters(original) if original != "[]" else (style.opening, style.closing)
     separator = "," + opening
     return "[" + opening + separator.join(json.dumps(line, ensure_ascii=style.ascii_only) for line in lines) + closing + "]"
 
@@ -581,10 +601,9 @@ class NotebookLocator:
         if number is None:
             return Position(0, 0)
         cell = self.notebook.cells[number - 1]
-        text = self.notebook.json_text
         start, _ = cell.source_span
         lines = _lines(cell.source)
-        ascii_only = text.isascii() and "\\u" in text
+        ascii_only = self.notebook.ascii_only
         if cell.source_is_list:
             offsets = self._element_offsets(number - 1, start)
             if not offsets:

@@ -353,8 +353,11 @@ def decode_notebook(path: str, data: bytes) -> tuple[DecodedFile | None, Notice 
     decoded = DecodedFile(path=path, text=joined.text, encoding=encoding, digest=hashlib.sha256(data).hexdigest(),
                           notebook=notebook)
     said = [notebook.warning] if notebook.warning else []
-    if joined.left_out:  # as the kernel, which fails only those cells
-        said.append("left out, as they do not parse on their own: " + "; ".join(joined.left_out))
+    # A cell the kernel would fail is an invalid-syntax entry (report/syntax.py); one indented as a
+    # whole runs in IPython (dedented) but is left out of the analysis: said here.
+    indented = [str(cell) for cell in joined.left_out if cell.dedented_parses]
+    if indented:
+        said.append("left out, as they do not parse on their own: " + "; ".join(indented))
     return decoded, (Notice(path, "; ".join(said)) if said else None)
 
 

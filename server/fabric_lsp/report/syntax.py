@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import re
-import textwrap
 import warnings
 from dataclasses import replace
 from typing import Iterable
@@ -26,7 +25,6 @@ CODE = "invalid-syntax"
 NAME = "invalid-syntax"
 SUMMARY = "The file does not parse: Python refuses to run it."
 
-_LEFT_OUT_CELL = re.compile(r"cell (\d+): ")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the tokenizer's line ends (the parser's line numbers count them)
 
 
@@ -75,7 +73,7 @@ def _notebook_findings(path: str, text: str, notebook) -> tuple[Finding, ...]:
     from fabric_lsp.notebook import layout_of, neutralise
 
     joined = layout_of(text) or notebook.joined()
-    failed = {int(match.group(1)) for entry in joined.left_out if (match := _LEFT_OUT_CELL.match(entry))}
+    failed = {left.number for left in joined.left_out if not left.dedented_parses}  # IPython runs the others dedented
     found = []
     for cell in joined.cells:
         if cell.number not in failed:
@@ -83,22 +81,12 @@ def _notebook_findings(path: str, text: str, notebook) -> tuple[Finding, ...]:
         body = neutralise(cell.text)
         try:
             ast.parse(body)
-        except SyntaxError as error:
-            if _parses(textwrap.dedent(body)):
-                continue  # IPython runs it dedented
+        except SyntaxError as error:  # parsed again for the error's place (a rare cell)
             entry = _finding(path, error, _LINE_BREAK.split(body)[: cell.line_count], cell.first_line)
             found.append(replace(entry, context={"cell": str(cell.number)}))
         except (ValueError, MemoryError, RecursionError):
             continue
     return tuple(found)
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 def _finding(path: str, error: SyntaxError, lines: list[str], first_line: int) -> Finding:
