@@ -73,7 +73,13 @@ class Directives:
 NONE = Directives()
 
 
-# A directive that can give no warning: `# noqa`, `# noqa: X1, Y2` (or space-separated), and the
+def line_directive(line: str) -> Directive | None:
+    """The `# noqa` directive of one line read as a source of its own (hover, the quick fix that
+    adds a code): the same reading as the suppression's."""
+    return directives(line if line.endswith("\n") else line + "\n").lines.get(0)
+
+
+# A directive that can give no warning: a bare noqa, `noqa: X1, Y2` (or space-separated), and the
 # file-level forms on a line of their own, ending the comment or followed by another one.
 _WELL_FORMED = re.compile(
     r"(?:^[ \t]*#\s*fabric-lsp:\s*|#\s*)(?i:noqa)(?::\s*[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)?"

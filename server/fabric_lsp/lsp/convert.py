@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from fabric_lsp import noqa
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
 from fabric_lsp.lsp.positions import UTF16, LineIndex
 from fabric_lsp.walk import read_source
@@ -34,8 +34,6 @@ SEVERITIES = {
     Severity.HINT: types.DiagnosticSeverity.Hint,
 }
 
-# The suppression comment the engine honours (engine.is_suppressed): `# noqa` or `# noqa: A1, B2`.
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -135,13 +133,11 @@ def noqa_edit(line: str, line_number: int, code: str) -> TextEdit | None:
     """The edit that makes `# noqa` on this line name `code`: added to an existing `# noqa: ...`
     list, else a new comment at the end of the line. None where a comment cannot go (a line
     continued with a backslash)."""
-    for match in NOQA.finditer(line):
-        codes = match.group("codes")
-        if codes is None:
-            return None  # a bare `# noqa` already suppresses everything
-        if code.upper() in {c.strip().upper() for c in codes.split(",")}:
-            return None
-        at = Position(line_number, match.end("codes"))
+    directive = noqa.line_directive(line)  # read as the engine reads it (fabric_lsp.noqa)
+    if directive is not None:
+        if directive.suppresses(code):
+            return None  # a bare noqa, or one naming the code already
+        at = Position(line_number, directive.code_spans[-1][2])
         return TextEdit("", at, at, f", {code}")
     stripped = line.rstrip()
     if stripped.endswith("\\"):

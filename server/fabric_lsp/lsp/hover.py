@@ -4,16 +4,14 @@
 
 from __future__ import annotations
 
-import re
 
 from lsprotocol import types
 
+from fabric_lsp import noqa
 from fabric_lsp.findings import Finding, Position
-from fabric_lsp.lsp.convert import NOQA
 from fabric_lsp.lsp.positions import LineIndex
 from fabric_lsp.records import RecordSet, render_markdown, render_text, rule_by_code
 
-_CODE = re.compile(r"[A-Za-z]+[0-9]+")
 SEPARATOR_MARKDOWN = "\n\n---\n\n"
 SEPARATOR_TEXT = "\n\n" + "-" * 40 + "\n\n"
 
@@ -29,14 +27,10 @@ def findings_at(findings: tuple[Finding, ...], path: str, position: Position) ->
 
 def noqa_code_at(line: str, character: int) -> tuple[str, int, int] | None:
     """The rule code under `character` inside a `# noqa: ...` list: (code, start, end)."""
-    for match in NOQA.finditer(line):
-        if match.group("codes") is None:
-            continue
-        base = match.start("codes")
-        for code in _CODE.finditer(match.group("codes")):
-            start, end = base + code.start(), base + code.end()
-            if start <= character <= end:
-                return code.group(0).upper(), start, end
+    directive = noqa.line_directive(line)
+    for code, start, end in directive.code_spans if directive is not None else ():
+        if start <= character <= end:
+            return code, start, end
     return None
 
 
