@@ -354,8 +354,9 @@ def test_code_cells_larger_than_max_file_size_are_not_read(project):
     (project / "pyproject.toml").write_text("[project]\nname = 'nb'\n\n[tool.fabric-lsp]\nmax-file-size = 2000\n")
     (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", SETUP), ("code", CALL + "\n" + "# pad\n" * 300)))
     completed = run("check", ".", cwd=project)
+    code = sum(len(text.encode()) for text in (MODEL, SETUP, CALL + "\n" + "# pad\n" * 300))
     assert completed.stderr.strip() == ("fabric-lsp: notice: nb.ipynb: the notebook's code cells are larger than "
-                                        "max-file-size (> 2000 bytes)")
+                                        f"max-file-size ({code} > 2000 bytes)")
     assert completed.stdout.strip() == "All checks passed!"
 
 

@@ -925,7 +925,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     notebook = name.endswith(NOTEBOOK_SUFFIXES)
     if notebook and not config.notebooks:
         return unchecked("a notebook, and notebooks are off (notebooks = false); skipped")
-    source, notice = decode_notebook(path, data) if notebook else decode_source(path, data)
+    source, notice = decode_notebook(path, data, config.max_file_size) if notebook else decode_source(path, data)
     if source is None:
         return unchecked(notice.reason)
     if notice is not None:
@@ -964,7 +964,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         fixed = outcome.notebook_json.get(path, outcome.texts[path]).encode(source.encoding)
         sys.stdout.buffer.write(fixed)
         sys.stdout.flush()
-        source, _ = decode_notebook(path, fixed) if notebook else decode_source(path, fixed)
+        source, _ = decode_notebook(path, fixed, config.max_file_size) if notebook else decode_source(path, fixed)
         try:
             findings = _stdin_findings(source, config, cwd, say=False) if source is not None else []
         except Exception as error:

@@ -22,6 +22,7 @@ import re
 import textwrap
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 from fabric_lsp.findings import Position
 
@@ -37,6 +38,11 @@ _HELP = re.compile(r"^\s*(\?{1,2}[\w.*]+|[\w.*]+\?{1,2})\s*$")
 
 def is_notebook_path(path: str) -> bool:
     return path.endswith(NOTEBOOK_SUFFIXES)
+
+
+def utf8_size(text: str) -> int:
+    """`text`'s size in UTF-8 bytes; encodes only when it is not ASCII."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,6 +382,12 @@ class NotebookFile:
     writable: bool  # every code cell's source is a list of lines, as Jupyter writes it
     warning: str | None = None  # read, but said once (e.g. a string source: checked, not fixed)
 
+    @property
+    def code_size(self) -> int:
+        """The analysed code cells' size in bytes (UTF-8): what `max-file-size` limits, checked
+        before they are joined (joining neutralises and parses every cell)."""
+        return sum(utf8_size(cell.source) for cell in self.cells if cell.python)
+
     def joined(self) -> JoinedCells:
         """The code cells joined (join_cells: each cell parsed alone), made once per notebook."""
         joined = self.__dict__.get("_joined")
@@ -404,17 +416,19 @@ class NotebookFile:
 
 
 def read_notebook(path: str, data: bytes) -> NotebookFile:
-    """Parse an .ipynb file; NotebookError (one line) when it is not a notebook we can read."""
+    """Parse an .ipynb file; NotebookError (one line) when it is not a notebook we can read. The
+    JSON is decoded once, by the scanner that also finds where each cell's `source` is; the cells
+    are not joined here (NotebookFile.joined), so a caller can refuse them by `code_size` first."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise NotebookError(f"not a notebook: not UTF-8 (invalid byte at offset {error.start})") from None
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise NotebookError(f"not a notebook: invalid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+        document, spans = _scan_notebook(text)
     except RecursionError:
         raise NotebookError("not a notebook: JSON nested too deeply") from None
+    except (ValueError, IndexError):  # not a JSON object as the scanner reads it: json says why
+        document, spans = _decode_for_error(text), None
     if not isinstance(document, dict) or "cells" not in document:
         if isinstance(document, dict) and "worksheets" in document:
             raise NotebookError(f"nbformat {document.get('nbformat', 3)} notebook (only nbformat 4 is read; "
@@ -426,8 +440,7 @@ def read_notebook(path: str, data: bytes) -> NotebookFile:
     cells = document["cells"]
     if not isinstance(cells, list):
         raise NotebookError("not a notebook: `cells` is not a list")
-    spans = _source_spans(text)
-    if len(spans) != len(cells):  # pragma: no cover - the scanner and json disagree
+    if spans is None or len(spans) != len(cells):  # pragma: no cover - the scanner and json disagree
         raise NotebookError("not a notebook: cells could not be located")
     metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
     language = _notebook_language(metadata)
@@ -460,6 +473,17 @@ def read_notebook(path: str, data: bytes) -> NotebookFile:
     return NotebookFile(path, text, tuple(raw_cells), python, writable, warning)
 
 
+def _decode_for_error(text: str) -> object:
+    """What json makes of a text the scanner could not read: its error as a NotebookError (or the
+    value, when it is valid JSON but not an object)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"not a notebook: invalid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+    except RecursionError:
+        raise NotebookError("not a notebook: JSON nested too deeply") from None
+
+
 def _notebook_language(metadata: dict) -> str | None:
     for key, field_name in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(key)
@@ -480,46 +504,110 @@ def _cell_language(cell: dict) -> str | None:
 # The JSON scanner: where each cell's `source` value is in the text (json gives values, not places).
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SPACES = " \t\n\r"
 _decoder = json.JSONDecoder()
 
 
+_scanstring = json.decoder.scanstring
+
+
 def _skip(text: str, at: int) -> int:
+    """The first position from `at` that is not JSON whitespace (most often `at` itself)."""
+    if at < len(text) and text[at] not in _SPACES:
+        return at
     return _WHITESPACE.match(text, at).end()
 
 
-def _source_spans(text: str) -> list[tuple[int, int] | None]:
-    at = _skip(text, 0)
+def _scan_notebook(text: str) -> tuple[dict, list[tuple[int, int] | None]]:
+    """The top-level JSON object with each value decoded once, and where each cell's `source` value
+    is in the text (json gives values, not places). ValueError (json's JSONDecodeError included) or
+    IndexError when the text is not one JSON object."""
+    document: dict = {}
     spans: list[tuple[int, int] | None] = []
-    for key, value_start, value_end in _members(text, at):
-        if key == "cells" and text[value_start] == "[":
-            for cell_start, _ in _elements(text, value_start):
-                span = None
-                if text[cell_start] == "{":
-                    for cell_key, start, end in _members(text, cell_start):
-                        if cell_key == "source":
-                            span = (start, end)
-                spans.append(span)
-    return spans
+
+    def top(key: str, start: int) -> int:
+        nonlocal spans
+        if key != "cells" or text[start] != "[":
+            document[key], end = _decoder.raw_decode(text, start)
+            return end
+        cells: list = []
+        spans = []
+        document[key] = cells
+        return _array(text, start, lambda at: _cell(text, at, cells, spans))
+
+    end = _object(text, _skip(text, 0), top)
+    if _skip(text, end) != len(text):
+        raise ValueError("extra data after the object")
+    return document, spans
 
 
-def _members(text: str, at: int):
-    """(key, value start, value end) of the object starting at `at`."""
+def _cell(text: str, start: int, cells: list, spans: list) -> int:
+    """Decode the cell at `start` into `cells`, and where its `source` value is into `spans`."""
+    if text[start] != "{":
+        value, end = _decoder.raw_decode(text, start)
+        cells.append(value)
+        spans.append(None)
+        return end
+    cell: dict = {}
+    span = None
+
+    def member(key: str, value_start: int) -> int:
+        nonlocal span
+        cell[key], end = _decoder.raw_decode(text, value_start)
+        if key == "source":
+            span = (value_start, end)
+        return end
+
+    end = _object(text, start, member)
+    cells.append(cell)
+    spans.append(span)
+    return end
+
+
+def _object(text: str, at: int, member: Callable[[str, int], int]) -> int:
+    """Walk the JSON object at `at`: `member(key, value start)` decodes a value and returns where
+    it ends. Returns where the object ends."""
+    if text[at] != "{":
+        raise ValueError("expected an object")
     at = _skip(text, at + 1)
     if text[at] == "}":
-        return
+        return at + 1
     while True:
-        key, at = json.decoder.scanstring(text, at + 1)
-        at = _skip(text, at)
-        at = _skip(text, at + 1)  # the colon
-        _, end = _decoder.raw_decode(text, at)
-        yield key, at, end
-        at = _skip(text, end)
+        if text[at] != '"':
+            raise ValueError("expected a key")
+        key, at = _scanstring(text, at + 1)
+        if text[at] != ":":
+            at = _skip(text, at)
+            if text[at] != ":":
+                raise ValueError("expected a colon")
+        at = member(key, _skip(text, at + 1))
+        if text[at] not in "},":
+            at = _skip(text, at)
         if text[at] == "}":
-            return
-        at = _skip(text, at + 1)  # the comma
+            return at + 1
+        if text[at] != ",":
+            raise ValueError("expected a comma")
+        at = _skip(text, at + 1)
+
+
+def _array(text: str, at: int, element: Callable[[int], int]) -> int:
+    """Walk the JSON array at `at`: `element(start)` decodes an element and returns where it ends."""
+    at = _skip(text, at + 1)
+    if text[at] == "]":
+        return at + 1
+    while True:
+        at = element(at)
+        if text[at] not in "],":
+            at = _skip(text, at)
+        if text[at] == "]":
+            return at + 1
+        if text[at] != ",":
+            raise ValueError("expected a comma")
+        at = _skip(text, at + 1)
 
 
 def _elements(text: str, at: int):
+    """(start, end) of each element of the JSON array at `at`."""
     at = _skip(text, at + 1)
     if text[at] == "]":
         return
@@ -622,10 +710,11 @@ class NotebookLocator:
 
     def _position_of(self, offset: int) -> Position:
         if self._line_starts is None:
-            starts = [0]
-            for at, char in enumerate(self.notebook.json_text):
-                if char == "\n":
-                    starts.append(at + 1)
+            text, starts = self.notebook.json_text, [0]
+            at = text.find("\n")
+            while at != -1:
+                starts.append(at + 1)
+                at = text.find("\n", at + 1)
             self._line_starts = starts
         line = bisect.bisect_right(self._line_starts, offset) - 1
         return Position(line, offset - self._line_starts[line])

@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import stat
+import threading
 import tokenize
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -316,7 +317,8 @@ def byte_limit(path: str, max_size: int) -> int:
 
 
 def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | None]:
-    """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8), or a notebook's code."""
+    """Read and decode a Python file (PEP 263 coding cookie, BOM, else UTF-8), or a notebook's code
+    (its code cells at most `max_size` bytes, the file at most byte_limit)."""
     code_size, max_size = max_size, byte_limit(path, max_size)
     try:
         # O_NONBLOCK: opening a FIFO named *.py would otherwise wait forever for a writer.
@@ -332,26 +334,52 @@ def read_source(path: str, max_size: int) -> tuple[DecodedFile | None, Notice | 
     if len(data) > max_size:  # grew, or a special file that reports size 0
         return None, Notice(path, f"file is larger than max-file-size (> {max_size} bytes)")
     if path.endswith(NOTEBOOK_SUFFIXES):
-        decoded, notice = decode_notebook(path, data)
-        if decoded is not None and len(decoded.text.encode("utf-8", "surrogatepass")) > code_size:
-            return None, Notice(path, f"the notebook's code cells are larger than max-file-size (> {code_size} bytes)")
-        return decoded, notice
+        return decode_notebook(path, data, code_size)
     return decode_source(path, data)
 
 
-def decode_notebook(path: str, data: bytes) -> tuple[DecodedFile | None, Notice | None]:
-    """A notebook as its joined code cells (fabric_lsp.notebook). A notebook that is read but cannot
-    be fixed (a cell's `source` is a string) comes with a Notice too."""
-    from fabric_lsp.notebook import NotebookError, read_notebook
+# Notebooks read in this process, by (path, SHA-256 of the bytes): a run reads a notebook for the
+# check, for each forked worker, for the report and for fixes; its JSON is decoded (and its cells
+# joined) once. Bounded by the JSON text kept, least recently used first out.
+_read_notebooks: dict[tuple[str, str], object] = {}
+_read_notebooks_lock = threading.Lock()
+READ_NOTEBOOKS_MAX_CHARS = 2 * NOTEBOOK_MAX_BYTES
 
+
+def _read_notebook(path: str, data: bytes, digest: str):
+    from fabric_lsp.notebook import read_notebook
+
+    key = (path, digest)
+    with _read_notebooks_lock:
+        notebook = _read_notebooks.pop(key, None)
+        if notebook is not None:
+            _read_notebooks[key] = notebook  # most recently used last
+            return notebook
+    notebook = read_notebook(path, data)  # NotebookError: not kept, said again on the next read
+    with _read_notebooks_lock:
+        _read_notebooks[key] = notebook
+        kept = sum(len(n.json_text) for n in _read_notebooks.values())
+        while kept > READ_NOTEBOOKS_MAX_CHARS and len(_read_notebooks) > 1:
+            kept -= len(_read_notebooks.pop(next(iter(_read_notebooks))).json_text)
+    return notebook
+
+
+def decode_notebook(path: str, data: bytes, max_code_size: int | None = None) -> tuple[DecodedFile | None, Notice | None]:
+    """A notebook as its joined code cells (fabric_lsp.notebook). Code cells larger than
+    `max_code_size` bytes in all are refused before they are joined (joining parses each cell). A
+    notebook that is read but cannot be fixed (a cell's `source` is a string) comes with a Notice too."""
+    from fabric_lsp.notebook import NotebookError
+
+    digest = hashlib.sha256(data).hexdigest()
     try:
-        notebook = read_notebook(path, data)
+        notebook = _read_notebook(path, data, digest)
     except NotebookError as error:
         return None, Notice(path, str(error))
+    if max_code_size is not None and (size := notebook.code_size) > max_code_size:
+        return None, Notice(path, f"the notebook's code cells are larger than max-file-size ({size} > {max_code_size} bytes)")
     joined = notebook.joined()
     encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
-    decoded = DecodedFile(path=path, text=joined.text, encoding=encoding, digest=hashlib.sha256(data).hexdigest(),
-                          notebook=notebook)
+    decoded = DecodedFile(path=path, text=joined.text, encoding=encoding, digest=digest, notebook=notebook)
     said = [notebook.warning] if notebook.warning else []
     # A cell the kernel would fail is an invalid-syntax entry (report/syntax.py); one indented as a
     # whole runs in IPython (dedented) but is left out of the analysis: said here.

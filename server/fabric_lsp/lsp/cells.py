@@ -86,12 +86,7 @@ def to_cells(findings: tuple[Finding, ...], path: str, notebook: NotebookSnapsho
 
 def cell_texts(notebook: NotebookSnapshot) -> dict[str, str]:
     """Cell URI -> the cell's text as the editor has it (magics and all)."""
-    texts = {}
-    for number, uri in notebook.uris.items():
-        cell = notebook.joined.cell(number)
-        if cell is not None:
-            texts[uri] = cell.text
-    return texts
+    return {notebook.uris[number]: text for number, text in notebook.cells if number in notebook.uris}
 
 
 def cell_labels(notebook: NotebookSnapshot) -> dict[str, str]:

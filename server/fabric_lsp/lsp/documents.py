@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
 
 from lsprotocol import types
@@ -25,7 +26,7 @@ from pygls.uris import to_fs_path, uri_scheme
 
 from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.positions import LineIndex
-from fabric_lsp.notebook import NOTEBOOK_SUFFIXES, PYTHON_LANGUAGES, JoinedCells, join_cells
+from fabric_lsp.notebook import NOTEBOOK_SUFFIXES, PYTHON_LANGUAGES, JoinedCells, join_cells, utf8_size
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # A notebook cell's text document (VS Code's scheme): part of a notebook, never a file of its own.
@@ -75,10 +76,30 @@ class AnalysisResult:
 
 @dataclass(frozen=True)
 class NotebookSnapshot:
-    joined: JoinedCells
+    """A notebook's analysed cells as the event loop hands them over: their texts, not yet joined.
+    Joining neutralises and parses every cell, so it happens in the analysis thread (`joined`),
+    after the cells' size was checked against max-file-size (`code_size`)."""
+
+    cells: tuple[tuple[int, str], ...]  # (cell number, text) of the analysed code cells, in order
     uris: dict[int, str]  # cell number -> cell URI
     versions: dict[str, int | None]  # cell URI -> its version
     name: str  # the notebook's file name, for messages ("nb.ipynb")
+    previous: JoinedCells | None = None  # the last join of this notebook, reused if no cell changed
+
+    @property
+    def code_size(self) -> int:
+        return sum(utf8_size(text) for _, text in self.cells)
+
+    @cached_property
+    def joined(self) -> JoinedCells:
+        """The cells joined (analysis thread only)."""
+        previous = self.previous
+        if previous is not None and tuple((cell.number, cell.text) for cell in previous.cells) == self.cells:
+            return previous
+        return join_cells(list(self.cells))
+
+    def joined_if_made(self) -> JoinedCells | None:
+        return self.__dict__.get("joined")
 
 
 @dataclass
@@ -91,6 +112,10 @@ class Snapshot:
     text: str
     generation: int
     notebook: NotebookSnapshot | None = None
+
+    def analysed_text(self) -> str:
+        """The text the engine reads: the document's, or a notebook's cells joined (analysis thread)."""
+        return self.notebook.joined.text if self.notebook is not None else self.text
 
 
 @dataclass(eq=False)
@@ -167,14 +192,16 @@ class Cell:
 
 @dataclass(eq=False)
 class NotebookDocument(Document):
-    """A notebook: the analysis unit. `text` is its joined code cells (joined again when a cell
-    changes); `cells` is the order the client sent, `cell_docs` their text documents."""
+    """A notebook: the analysis unit, its code cells joined in the analysis thread (its `text` stays
+    empty); `cells` is the order the client sent, `cell_docs` their text documents."""
 
     cells: list[Cell] = field(default_factory=list)
     cell_docs: dict[str, Document] = field(default_factory=dict)
     # cell URI -> (result id, version) of the diagnostics last published for it (push)
     published: dict[str, tuple[str, int | None]] = field(default_factory=dict)
-    joined: JoinedCells | None = None
+    # The last snapshot handed to the analysis: its join (made in the analysis thread, which is done
+    # with it before the next snapshot is taken) is reused while no cell changes.
+    last: NotebookSnapshot | None = None
 
     @property
     def is_python(self) -> bool:
@@ -198,19 +225,17 @@ class NotebookDocument(Document):
                 found.append((cell, doc))
         return found
 
-    def changed(self) -> None:
-        """A cell's text or the cells changed: join them again before the next analysis."""
-        self.joined = None
-
     def snapshot(self) -> Snapshot:
+        """The cells' texts as they are (no joining here: this runs on the event loop)."""
         analysed = self.analysed_cells()
-        if self.joined is None:
-            self.joined = join_cells([(cell.number, doc.text) for cell, doc in analysed])
-            self.text = self.joined.text
+        previous = self.last.joined_if_made() if self.last is not None else None
         notebook = NotebookSnapshot(
-            joined=self.joined,
+            cells=tuple((cell.number, doc.text) for cell, doc in analysed),
             uris={cell.number: cell.uri for cell, _ in analysed},
             versions={cell.uri: doc.version for cell, doc in analysed},
             name=os.path.basename(self.analysis_path),
+            previous=previous,
         )
-        return Snapshot(self.uri, self.analysis_path, self.version, self.text, self.generation, notebook)
+        self.last = notebook
+        # `text` is the joined cells: the analysis thread joins them (Snapshot.analysed_text).
+        return Snapshot(self.uri, self.analysis_path, self.version, "", self.generation, notebook)

@@ -168,6 +168,7 @@ class AnalysisScheduler:
         findings: tuple = ()
         files: frozenset[str] = frozenset()
         enabled = True
+        text = snapshot.text  # a notebook's: its joined cells, once joined
         try:
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
@@ -176,11 +177,12 @@ class AnalysisScheduler:
                 pass
             elif config.exclude and ExcludeMatcher(config.exclude, config.root).excluded(snapshot.path, False):
                 log.debug("%s: excluded by the configuration", snapshot.path)
-            elif (size := utf8_size_over(snapshot.text, config.max_file_size)) is not None:
+            elif (size := self._size_over(snapshot, config.max_file_size)) is not None:
                 log.info("%s: %d bytes, over max-file-size", snapshot.path, size)
                 # shown once per file, not at every keystroke: the message does not carry the size
+                what = "its code cells are" if snapshot.notebook is not None else "it is"
                 self._call_in_loop(self.show_once, [
-                    f"fabric-lsp: {snapshot.path} is not analysed: it is larger than max-file-size "
+                    f"fabric-lsp: {snapshot.path} is not analysed: {what} larger than max-file-size "
                     f"({config.max_file_size} bytes)"
                 ], types.MessageType.Info)
             else:
@@ -190,7 +192,8 @@ class AnalysisScheduler:
                     log.info("analysing %s against the interpreter %s", workspace.root, workspace.python)
                 for problem in workspace.problems:
                     self._call_in_loop(self.show_once, [f"fabric-lsp: {problem}"])
-                found, files = check_document(snapshot.path, snapshot.text, config, workspace)
+                text = snapshot.analysed_text()  # a notebook's cells joined here, under the size limit
+                found, files = check_document(snapshot.path, text, config, workspace)
                 # Quick fixes and fix-all edit only files of the workspace, never installed code
                 # (a workspace file linking outside, a module found on the interpreter's path).
                 bounds = FixBounds(self.fix_roots_for(snapshot.path), lambda: workspace.library_path)
@@ -212,7 +215,7 @@ class AnalysisScheduler:
         return AnalysisResult(
             generation=snapshot.generation,
             version=snapshot.version,
-            text=snapshot.text,
+            text=text,
             findings=findings,
             diagnostics=diagnostics,
             result_id=result_id(snapshot.uri, diagnostics, self.protocol._converter),
@@ -220,6 +223,15 @@ class AnalysisScheduler:
             files=files,
             cells=cells,
         )
+
+    @staticmethod
+    def _size_over(snapshot: Snapshot, limit: int) -> int | None:
+        """The document's size in bytes when over `limit` (a notebook's: its analysed code cells',
+        counted before they are joined), else None."""
+        if snapshot.notebook is not None:
+            size = snapshot.notebook.code_size
+            return size if size > limit else None
+        return utf8_size_over(snapshot.text, limit)
 
     def _diagnostics(
         self, snapshot: Snapshot, findings: tuple[Finding, ...], open_uris: Mapping[str, str], url_of: Any

@@ -107,16 +107,18 @@ class ReportContext:
 
 
 def notebook_locators(paths) -> dict[str, object]:
-    """NotebookLocators of the notebooks among `paths` (read again from disk)."""
-    from fabric_lsp.notebook import NotebookError, NotebookLocator, is_notebook_path, read_notebook
+    """NotebookLocators of the notebooks among `paths` (read again from disk, as any checked file is
+    read: a notebook decoded earlier in the run is not decoded again)."""
+    from fabric_lsp.config import MAX_FILE_SIZE_CEILING
+    from fabric_lsp.notebook import NotebookLocator, is_notebook_path
+    from fabric_lsp.walk import read_source
 
     found = {}
     for path in sorted({os.path.abspath(p) for p in paths if is_notebook_path(p)}):
-        try:
-            with open(path, "rb") as handle:
-                found[path] = NotebookLocator(read_notebook(path, handle.read()))
-        except (OSError, NotebookError):
-            continue
+        # A notebook with findings was accepted by its max-file-size, which is at most the ceiling.
+        source, _ = read_source(path, MAX_FILE_SIZE_CEILING)
+        if source is not None and source.notebook is not None:
+            found[path] = NotebookLocator(source.notebook)
     return found
 
 

@@ -28,7 +28,6 @@ def _open_cell(ls: FabricLanguageServer, notebook: NotebookDocument, item: types
     other = ls.cells.get(item.uri)
     if other is not None and other is not notebook:
         other.cell_docs.pop(item.uri, None)
-        other.changed()
     notebook.cell_docs[item.uri] = Document(item.uri, None, item.language_id, item.version, item.text, cell=True)
     ls.cells[item.uri] = notebook
     ls.closed_uris.discard(item.uri)
@@ -56,7 +55,6 @@ def _sync_cells(ls: FabricLanguageServer, notebook: NotebookDocument) -> None:
             continue
         cells.append(Cell(number, cell.document, cell.kind))
     notebook.cells = cells
-    notebook.changed()
 
 
 def _forget(ls: FabricLanguageServer, notebook: NotebookDocument) -> set[str]:
