@@ -135,6 +135,12 @@ class ProgramFacts:
             cache[key] = (cls, method_info(self, cls, name))
         return cache[key][1]
 
+    def method_kind(self, cls: ClassRef, name: str) -> str:
+        """method_info's kind, without asking whether the method runs a module (which reads its body
+        and what it calls): for questions about many names at once."""
+        known = self.__dict__.get("_method_infos", {}).get((id(cls), name))
+        return known[1].kind if known is not None else method_info(self, cls, name, runs=False).kind
+
     def _carrying_events(self, site) -> tuple[dict[int, list[Event]], dict[int, list[Event]]]:
         """The "pass" events (by callee) and "returned" events (by scope) that carry the wrapped
         model of `site`. Indexed once for all sites: scanning every event for each finding made a
@@ -396,8 +402,10 @@ def _implied_by_init_module(facts: ProgramFacts, tag: MetaTag) -> Materializatio
 
 
 # -- what `wrapped.name` is --------------------------------------------------------------------------------------------
-def method_info(facts: ProgramFacts, cls: ClassRef, name: str) -> MethodInfo:
-    resolver, modules = facts.resolver, facts.modules
+def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True) -> MethodInfo:
+    """What `wrapped.<name>` is for an instance of `cls`; with `runs`, whether it runs a module."""
+    resolver = facts.resolver
+    runs_module = facts.modules.runs_module if runs else (lambda *args: None)
     if name in wrapper_attributes():
         return MethodInfo("wrapper", None, None, None)
     if cls is None:
@@ -408,8 +416,7 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str) -> MethodInfo:
         bound = _bound_method_attribute(facts, cls, name)
         if bound is not None:
             target_cls, target_name, span = bound
-            runs = modules.runs_module(target_cls, target_name)
-            return MethodInfo("method", class_name, span, runs)
+            return MethodInfo("method", class_name, span, runs_module(target_cls, target_name))
         return MethodInfo("missing", class_name, None, None)
     if isinstance(owner, LibraryClass) or definition is None:
         return MethodInfo("wrapper", class_name, None, None)  # nn.Module API, found on the wrapper too
@@ -418,15 +425,15 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str) -> MethodInfo:
         if alias is not None:
             span = owner.source.span_of_name_in(alias, alias.name)
             kind = decorator_kind(alias)
-            runs = modules.runs_module(owner, alias.name) if kind in ("method", "classmethod") else None
-            return MethodInfo(kind, class_name, span, runs)
+            verdict = runs_module(owner, alias.name) if kind in ("method", "classmethod") else None
+            return MethodInfo(kind, class_name, span, verdict)
         return MethodInfo("attribute", class_name, owner.source.span(definition), None)
     span = owner.source.span_of_name_in(definition, name)
     kind = decorator_kind(definition)
     if kind in ("method", "classmethod") and _is_generator(definition):
         return MethodInfo("generator", class_name, span, None)
-    runs = modules.runs_module(cls, name) if kind in ("method", "classmethod") else None
-    return MethodInfo(kind, class_name, span, runs)
+    verdict = runs_module(cls, name) if kind in ("method", "classmethod") else None
+    return MethodInfo(kind, class_name, span, verdict)
 
 
 def _method_alias(owner: ClassInfo, value: ast.AST):

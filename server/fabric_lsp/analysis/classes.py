@@ -48,6 +48,10 @@ class ClassInfo:
     imports: ImportTable
     key: object = None  # the flow analysis's Class value
     _bases: list | None = field(default=None, repr=False)
+    # The class body's functions and assignments by name, indexed on first use: every attribute
+    # lookup asks them, and rebuilding them per lookup made a class of n methods cost n^2.
+    _methods: dict[str, FunctionNode] | None = field(default=None, repr=False)
+    _attributes: dict[str, ast.expr] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -58,24 +62,29 @@ class ClassInfo:
         return self.source.path
 
     def methods(self) -> dict[str, FunctionNode]:
-        found: dict[str, FunctionNode] = {}
-        for statement in self.node.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found[statement.name] = statement
-        return found
+        """The functions of the class body by name (the last of a name wins). Not to be changed."""
+        if self._methods is None:
+            found: dict[str, FunctionNode] = {}
+            for statement in self.node.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[statement.name] = statement
+            self._methods = found
+        return self._methods
 
     def class_attributes(self) -> dict[str, ast.expr]:
-        """Class-level assignments, e.g. `reset_parameters = _init_weights`."""
-        found: dict[str, ast.expr] = {}
-        for statement in self.node.body:
-            if isinstance(statement, ast.Assign):
-                for target in statement.targets:
-                    if isinstance(target, ast.Name):
-                        found[target.id] = statement.value
-            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                if statement.value is not None:
-                    found[statement.target.id] = statement.value
-        return found
+        """Class-level assignments, e.g. `reset_parameters = _init_weights`. Not to be changed."""
+        if self._attributes is None:
+            found: dict[str, ast.expr] = {}
+            for statement in self.node.body:
+                if isinstance(statement, ast.Assign):
+                    for target in statement.targets:
+                        if isinstance(target, ast.Name):
+                            found[target.id] = statement.value
+                elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                    if statement.value is not None:
+                        found[statement.target.id] = statement.value
+            self._attributes = found
+        return self._attributes
 
     def defines(self, name: str) -> bool:
         return name in self.methods() or name in self.class_attributes()

@@ -516,11 +516,16 @@ def _constant_str(node: ast.AST) -> str | None:
 
 
 def _parameter_annotation(function: FunctionNode, name: str) -> ast.expr | None:
-    arguments = function.args
-    for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-        if argument.arg == name:
-            return argument.annotation
-    return None
+    """The annotation of the parameter `name` (the first of that name). The parameters are indexed
+    once per function: asked for each name a method assigns, a scan per question was quadratic."""
+    index = function.__dict__.get("_parameter_annotations")
+    if index is None:
+        index = {}
+        arguments = function.args
+        for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            index.setdefault(argument.arg, argument.annotation)
+        function.__dict__["_parameter_annotations"] = index
+    return index.get(name)
 
 
 def _local_module_names(function: FunctionNode, self_name: str, kinds: dict[str, str]) -> set[str]:

@@ -105,6 +105,7 @@ class Program:
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
     _external_static: dict = field(default_factory=dict)
     _class_bindings: dict = field(default_factory=dict)
+    _external_class_nodes: dict = field(default_factory=dict)
 
     # -- ProgramView ------------------------------------------------------------------------------
     def module_scope(self, path: str) -> ir.Scope | None:
@@ -237,12 +238,10 @@ class Program:
         if hops > MAX_EXTERNAL_HOPS:
             return frozenset()
         if isinstance(owner, Module):
-            if owner.path.endswith(".py"):
-                source = self.external_source(owner.path)
-                body = _module_level(source.tree.body) if source is not None else []
-            else:
-                body, source = [], None
-            value = self._binding_in(body, name, source, owner.path, None, hops) if source is not None else None
+            source = self.external_source(owner.path) if owner.path.endswith(".py") else None
+            value = None
+            if source is not None:
+                value = self._binding_in(_module_bindings(source.tree), name, source, owner.path, None, hops)
             if value:
                 return value
             sub = self.submodule(Module(owner.path, True), name)
@@ -259,14 +258,16 @@ class Program:
             if node is None:
                 return frozenset()
             source = self.external_source(owner.path)
-            return self._binding_in(node.body, name, source, owner.path, owner, hops) or frozenset()
+            return self._binding_in(_class_bindings(node), name, source, owner.path, owner, hops) or frozenset()
         return frozenset()
 
-    def _binding_in(self, body, name: str, source: SourceFile, path: str, cls: Class | None, hops: int):
-        """What the statements `body` bind `name` to: the last binding we can read (a def, a class,
-        an import, `Name = OtherName`); None when none of them is one."""
+    def _binding_in(self, bindings: dict[str, list], name: str, source: SourceFile, path: str, cls: Class | None,
+                    hops: int):
+        """What the statements of a body (`bindings`: _module_bindings, _class_bindings) bind `name`
+        to: the last binding we can read (a def, a class, an import, `Name = OtherName`); None when
+        none of them is one."""
         found = None
-        for statement in body:
+        for statement in bindings.get(name, ()):
             candidate = None
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
                 qualname = f"{cls.qualname}.{name}" if cls is not None else name
@@ -293,7 +294,7 @@ class Program:
                 if isinstance(target, ast.Name) and target.id == name:
                     value = statement.value
                     if isinstance(value, ast.Name) and value.id != name:
-                        candidate = self._binding_in(body, value.id, source, path, cls, hops + 1)
+                        candidate = self._binding_in(bindings, value.id, source, path, cls, hops + 1)
             if candidate:
                 found = candidate
         return found
@@ -310,12 +311,13 @@ class Program:
         source = self.external_source(path)
         if source is None:
             return False
+        bindings = _module_bindings(source.tree)
+        if STAR in bindings:
+            return False  # jedi follows star imports; so must the answer
         bound = False
-        for statement in _module_level(source.tree.body):
+        for statement in bindings.get(name, ()):
             if isinstance(statement, ast.ImportFrom):
                 for alias in statement.names:
-                    if alias.name == "*":
-                        return False  # jedi follows star imports; so must the answer
                     if (alias.asname or alias.name) != name:
                         continue
                     bound = True
@@ -387,16 +389,18 @@ class Program:
         return Module(location.path, external=True)
 
     def external_class_node(self, cls: Class) -> ast.ClassDef | None:
+        if cls in self._external_class_nodes:
+            return self._external_class_nodes[cls]
         source = self.external_source(cls.path)
-        if source is None:
-            return None
-        body = source.tree.body
         node = None
-        for part in cls.qualname.split("."):
-            node = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
-            if node is None:
-                return None
-            body = node.body
+        if source is not None:
+            body = source.tree.body
+            for part in cls.qualname.split("."):
+                node = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
+                if node is None:
+                    break
+                body = node.body
+        self._external_class_nodes[cls] = node  # asked for each name looked up on the class
         return node
 
     def external_bases(self, cls: Class) -> list[frozenset]:
@@ -647,6 +651,51 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
     referenced, assigned_attributes = _names_used(module_scopes.values())
     return Program(root, resolver, sources, scopes, module_scopes, tuple(checked), referenced,
                    assigned_attributes, notices)
+
+
+def _module_bindings(tree: ast.Module) -> dict[str, list]:
+    """The module-level statements (_module_level) that may bind each name, in order."""
+    return _binding_index(tree, lambda: _module_level(tree.body))
+
+
+def _class_bindings(node: ast.ClassDef) -> dict[str, list]:
+    """The statements of a class body that may bind each name, in order."""
+    return _binding_index(node, lambda: node.body)
+
+
+STAR = "*"  # the key of a body's star imports in its binding index
+
+
+def _binding_index(node: ast.AST, statements) -> dict[str, list]:
+    """Name -> the statements of `statements()` that may bind it (defs, classes, imports, names
+    assigned to; star imports under STAR), in order. Indexed once per module or class: reading the
+    whole body for each name looked up made a library module of n definitions cost n^2 when a
+    project imports each of them."""
+    index = node.__dict__.get("_binding_index")
+    if index is None:
+        index = {}
+        for statement in statements():
+            for name in _names_bound_by(statement):
+                found = index.setdefault(name, [])
+                if not found or found[-1] is not statement:
+                    found.append(statement)
+        node.__dict__["_binding_index"] = index
+    return index
+
+
+def _names_bound_by(statement: ast.stmt) -> tuple[str, ...]:
+    """Every name the statement may bind, as the readers of the index look at them (an assignment:
+    every name in its targets, `x[A] = 1` included, as _jedi_finds_nothing reads it)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return (statement.name,)
+    if isinstance(statement, ast.ImportFrom):
+        return tuple(STAR if alias.name == "*" else alias.asname or alias.name for alias in statement.names)
+    if isinstance(statement, ast.Import):
+        return tuple(alias.asname or alias.name.split(".")[0] for alias in statement.names)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return tuple(node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name))
+    return ()
 
 
 def _module_level(body: list) -> list:

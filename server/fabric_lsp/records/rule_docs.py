@@ -170,7 +170,8 @@ PROSE: dict[str, RuleProse] = {
         ),
         fix=(
             "Corrects a typo to the closest method name; removes a mark of `\"forward\"`; removes a mark of a "
-            "name that is not a method when no method name is close."
+            "name that is not a method when no method name is close. A class with more than 1,000 methods is "
+            "not searched for the closest name (a notice says so): no fix is offered then."
         ),
         fix_safety=(
             "Removing a mark of `\"forward\"` is safe (`forward` already runs through the strategy). Correcting "

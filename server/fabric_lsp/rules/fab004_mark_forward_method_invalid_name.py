@@ -76,7 +76,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
     source = facts.source(mark.path)
     path, kind = raising[0]
     class_name = path.cls.name
-    suggestion = _closest_method(facts, path.cls, name)
+    suggestion, searched = _closest_method(facts, path.cls, name)
     some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
     message = (
         f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
@@ -85,9 +85,10 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
         + (f'; did you mean "{suggestion}"?' if suggestion else "")
     )
     fix = None
-    if severity == Severity.ERROR and not suggestion:
+    if severity == Severity.ERROR and not suggestion and searched:
         # Every class that reaches the mark raises: removing it only removes the error, but the author
-        # wanted something routed through forward, so read it before applying.
+        # wanted something routed through forward, so read it before applying. (Not offered when the
+        # closest name was not searched for: renaming may have been the fix.)
         fix = _removal(source, mark, Applicability.UNSAFE)
     if suggestion:
         span = source.span(mark.argument)
@@ -164,18 +165,28 @@ def _related(facts: ProgramFacts, mark: MarkFact) -> tuple[Related, ...]:
     return tuple(related)
 
 
-def _closest_method(facts: ProgramFacts, cls, name: str) -> str | None:
-    """The method of the class (own or inherited from readable bases) closest to the name."""
-    names: list[str] = []
+# At most this many methods are compared with a misspelled name (a class and its readable bases; real
+# classes have tens). A class with more gets no suggestion, the same on every run, and a notice.
+MAX_SUGGESTION_CANDIDATES = 1_000
+
+
+def _closest_method(facts: ProgramFacts, cls, name: str) -> tuple[str | None, bool]:
+    """(The method of the class, own or inherited from readable bases, closest to the name, or None;
+    whether they were searched: not when the class has more than MAX_SUGGESTION_CANDIDATES methods)."""
+    names: dict[str, None] = {}  # in MRO order, each once
     for ref in facts.resolver.mro(cls):
         if isinstance(ref, ClassInfo):
-            for method, node in ref.methods().items():
-                if method.startswith("__") or method == "forward" or method in names:
-                    continue
-                if facts.method_info(cls, method).kind in ("method", "classmethod", "generator"):
-                    names.append(method)
-    matches = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-    return matches[0] if matches else None
+            for method in ref.methods():
+                if not method.startswith("__") and method != "forward":
+                    names[method] = None
+            if len(names) > MAX_SUGGESTION_CANDIDATES:
+                facts.notices.append(
+                    f"{cls.path}: `{cls.name}` has more than {MAX_SUGGESTION_CANDIDATES} methods: FAB004 suggests "
+                    f"no method name for `mark_forward_method(\"{name}\")`")
+                return None, False
+    candidates = [method for method in names if facts.method_kind(cls, method) in ("method", "classmethod", "generator")]
+    matches = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+    return (matches[0] if matches else None), True
 
 
 VALID = (
