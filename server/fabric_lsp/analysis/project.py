@@ -45,11 +45,14 @@ _COMPILED_SUFFIXES = (".so", ".pyd", ".pyi")
 
 MAX_PROGRAM_FILES = 5000  # files of one program parsed and analysed; more: the rest is left out (notice)
 
-_IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)[ \t]*(?P<module>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*)"
-    r"|import[ \t]+(?P<plain>[^\n#;]+))",
-    re.M,
-)
+# The import scan reads lines with str methods, not one regex over the file: the regex's
+# parenthesised names (`\([^)]*\)`) searched to the end of the file from every `from a import (`
+# without a `)` after it, and its adjacent optional runs (dots, blanks) backtracked on long lines.
+_IMPORT_START = re.compile(r"^[ \t]*(import|from)[ \t]", re.M)  # one blank run, then a word: linear
+_DOTTED = re.compile(r"[\w.]*")
+_PARENTHESIS = re.compile(r"[()]")
+_COMMENT = re.compile(r"#[^\n]*")
+_NAMES_END = re.compile(r"[\n#;]")
 
 
 _SYS_PATH_LITERAL = re.compile(r"""sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*(?:r|u)?(["'])([^"'\n]{1,300})\1\s*\)""")
@@ -75,29 +78,98 @@ def is_origin(text: str) -> bool:
 
 def scan_imports(text: str) -> list[ScannedImport]:
     """The imports of a file read from its text, without parsing it: enough to know which files a
-    file may import (a line inside a string may count too; an extra file is harmless)."""
+    file may import (a line inside a string may count too; an extra file is harmless). Each line is
+    read once, and the names in parentheses of `from x import (...)` are looked for only up to the
+    next parenthesis, so the cost is linear in the text whatever it holds."""
     if "import" not in text:
         return []
     found: list[ScannedImport] = []
-    for match in _IMPORT_LINE.finditer(text):
-        if match.group("plain") is not None:
-            for part in match.group("plain").replace("\\", " ").split(","):
-                dotted = part.strip().split(" as ")[0].strip()
-                if dotted and all(piece.isidentifier() for piece in dotted.split(".")):
-                    found.append(ScannedImport(dotted, 0, ()))
+    resume = 0  # after the closing parenthesis of a name list: the lines inside it are not statements
+    for line in _IMPORT_START.finditer(text):
+        if line.start() < resume:
             continue
-        module = match.group("module") or ""
-        level = len(match.group("dots") or "")
-        if module and not all(piece.isidentifier() for piece in module.split(".")):
-            continue
-        names_text = match.group("names").strip().strip("()").replace("\\", " ")
-        names = tuple(
-            name.strip().split(" as ")[0].strip()
-            for name in names_text.replace("\n", ",").split(",")
-            if name.strip()
-        )
-        found.append(ScannedImport(module, level, tuple(n for n in names if n == "*" or n.isidentifier())))
+        end = text.find("\n", line.end())
+        end = len(text) if end == -1 else end
+        if line.group(1) == "import":
+            _plain_import(text[line.end():end], found)
+        else:
+            resume = _from_import(text, line.end(), end, found) or resume
     return found
+
+
+def _plain_import(rest: str, found: list[ScannedImport]) -> None:
+    """`import a.b as c, d` (the text after `import` and a blank)."""
+    stop = _NAMES_END.search(rest)
+    for part in (rest[:stop.start()] if stop else rest).replace("\\", " ").split(","):
+        dotted = part.strip().split(" as ")[0].strip()
+        if dotted and all(piece.isidentifier() for piece in dotted.split(".")):
+            found.append(ScannedImport(dotted, 0, ()))
+
+
+def _skip_blanks(text: str, at: int, end: int) -> int:
+    while at < end and text[at] in " \t":
+        at += 1
+    return at
+
+
+def _from_import(text: str, at: int, end: int, found: list[ScannedImport]) -> int | None:
+    """`from .a.b import x, y` or `from a import (x,\n y)` on the line [at, end) (`at` just after
+    `from` and a blank). Returns where the next line starts when the names were in parentheses."""
+    keyword_end = at - 1
+    at = _skip_blanks(text, at, end)
+    dots = at
+    while at < end and text[at] == ".":
+        at += 1
+    level = at - dots
+    blank = at
+    at = _skip_blanks(text, at, end)
+    module = _DOTTED.match(text, at, end).group()
+    names_at = _keyword_import(text, at + len(module), end)
+    # `from . import x`: no module, the word read as one is the keyword (blanks before it, as the
+    # grammar of the scan always had it: one after the dots, or two after a bare `from`).
+    if names_at is None and module == "import" and (at > blank if level else at - keyword_end >= 2):
+        module, names_at = "", _keyword_import(text, at - 1, end)
+    if names_at is None:
+        return None
+    if module and not all(piece.isidentifier() for piece in module.split(".")):
+        return None
+    next_line = None
+    close = _closing_parenthesis(text, names_at) if text.startswith("(", names_at) else None
+    if close is not None:  # `(a,\n b,  # b\n)`: the names up to the parenthesis, without comments
+        names_text = _COMMENT.sub("", text[names_at:close + 1])
+        line_end = text.find("\n", close)
+        next_line = len(text) if line_end == -1 else line_end + 1
+    else:  # the names up to the end of the line, a comment or a `;`
+        stop = _NAMES_END.search(text, names_at, end)
+        names_text = text[names_at:stop.start() if stop else end]
+    names_text = names_text.strip().strip("()").replace("\\", " ")
+    names = tuple(
+        name.strip().split(" as ")[0].strip()
+        for name in names_text.replace("\n", ",").split(",")
+        if name.strip()
+    )
+    found.append(ScannedImport(module, level, tuple(n for n in names if n == "*" or n.isidentifier())))
+    return next_line
+
+
+def _closing_parenthesis(text: str, at: int) -> int | None:
+    """Where the `(` at `at` of a name list closes; None when another `(` comes first (a name list
+    holds none) or nothing closes it. Each search ends at the next parenthesis, so the searches of
+    all a file's imports read it about once. (A parenthesis in a comment counts: an unclosed list
+    ends there rather than taking in the imports after it.)"""
+    found = _PARENTHESIS.search(text, at + 1)
+    return found.start() if found is not None and found.group() == ")" else None
+
+
+def _keyword_import(text: str, at: int, end: int) -> int | None:
+    """Where the names start when blanks, `import` and blanks come at `at`; None otherwise."""
+    keyword = _skip_blanks(text, at, end)
+    if keyword == at or not text.startswith("import", keyword):
+        return None
+    names = keyword + 6
+    if names >= end or text[names] not in " \t":
+        return None
+    return _skip_blanks(text, names, end)
 
 
 def declared_package_roots(root: str) -> list[str]:
@@ -144,7 +216,8 @@ def declared_package_roots(root: str) -> list[str]:
             text = handle.read(200_000)
     except OSError:
         text = ""
-    for match in re.finditer(r"^\s*(?:package_dir\s*=\s*(?:\n\s*)?=\s*|where\s*=\s*)(\S+)", text, re.M):
+    # One blank run per place (`^\s*` spanned blank lines from every line start: quadratic).
+    for match in re.finditer(r"^[ \t]*(?:package_dir[ \t]*=\s*=|where[ \t]*=)\s*(\S+)", text, re.M):
         add(match.group(1))
     if os.path.isdir(os.path.join(root, "src")):
         add("src")
