@@ -30,9 +30,10 @@ RUN = itertools.count()
 
 
 def open_parentheses(count: int) -> str:
-    """A program (one FAB001) whose docstring holds `count` lines `from a import (` (16 bytes each)."""
+    """A program (one FAB001) ending with a string that holds `count` lines `from a import (` (16
+    bytes each) and no `)` after them."""
     # The run number makes every text new, so no memo of an earlier analysis answers instead.
-    return f'# run {next(RUN)}\nDOC = """\n' + "from a import (\n" * count + '"""\n' + CASE.read_text()
+    return f"# run {next(RUN)}\n" + CASE.read_text() + 'DOC = """\n' + "from a import (\n" * count + '"""\n'
 
 
 def analysis_seconds(tmp_path: Path, count: int) -> float:
