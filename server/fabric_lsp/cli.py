@@ -816,12 +816,32 @@ def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> i
 def cmd_check(args: argparse.Namespace) -> int:
     from fabric_lsp import engine
 
+    _refuse_programs_in_hook(args)
     _output_options(args)
     engine.remember_runs(False)  # each program is solved once here: nothing to replay later
     try:
         return _cmd_check(args)
     finally:
         engine.remember_runs(True)
+
+
+def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
+    """Under pre-commit the options come from the repository's `.pre-commit-config.yaml` (`args:`,
+    or an `entry` it overrides): one that runs a program is refused unless the user config, which
+    lives outside every repository, allows it (`allow-programs-in-hooks = true`)."""
+    if not in_pre_commit_hook():
+        return
+    chosen = [name for name, given in (("--python", args.python is not None),
+                                       ("--trust-workspace", args.trust_workspace)) if given]
+    if not chosen:
+        return
+    from fabric_lsp.user_config import load_user_config, user_config_path
+
+    if load_user_config()[0].allow_programs_in_hooks:
+        return
+    raise UsageError(f"{' and '.join(chosen)}: refused in a pre-commit hook (PRE_COMMIT=1): the hook's options "
+                     "come from the repository's .pre-commit-config.yaml, which must not choose a program to run; "
+                     f"to allow it, set allow-programs-in-hooks = true in your user config ({user_config_path()})")
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -1295,10 +1315,60 @@ def _is_loopback(host: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+# pre-commit runs a hook as `entry + args + file names` and sets PRE_COMMIT=1 in its environment.
+HOOK_ENV = "PRE_COMMIT"
+
+
+def in_pre_commit_hook() -> bool:
+    return os.environ.get(HOOK_ENV) == "1"
+
+
+def _check_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """`check`'s option strings, each with whether it takes a separate value (`--select FAB001`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            check = action.choices["check"]
+            return {name: option.nargs != 0 for option in check._actions for name in option.option_strings}
+    return {}
+
+
+def command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The arguments as argparse is to read them: for `check`, everything after `--` is a path (`-`
+    too: `./-`, never standard input), so that no file name can set an option.
+
+    Under pre-commit (PRE_COMMIT=1) the hook's entry ends with `--` and the user's `args:` come after
+    it, before the file names: there the leading tokens after `--` that are options of `check` and
+    name no existing file (pre-commit passes only files that exist) are those `args:`, moved before
+    `--` (with the separate value of an option that takes one); the first other token starts the
+    file list."""
+    arguments = list(argv)
+    command = next((i for i, token in enumerate(arguments) if not token.startswith("-")), None)
+    if command is None or arguments[command] != "check":
+        return arguments
+    options = _check_options(parser)
+    index = command + 1
+    while index < len(arguments) and arguments[index] != "--":
+        index += 2 if options.get(arguments[index]) else 1  # `--select --` is a value, not the end
+    if index >= len(arguments):
+        return arguments
+    before, after = arguments[:index], arguments[index + 1:]
+    moved: list[str] = []
+    if in_pre_commit_hook():
+        while after:
+            token = after[0]
+            name, equals, _ = token.partition("=")
+            if name not in options or os.path.lexists(token):
+                break
+            width = 2 if options[name] and not equals else 1
+            moved += after[:width]
+            after = after[width:]
+    return before + moved + ["--"] + [os.path.join(".", path) if path == "-" else path for path in after]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(command_line(parser, sys.argv[1:] if argv is None else argv))
     except SystemExit as exit:  # argparse: 2 for usage errors, 0 for --help/--version
         return exit.code if isinstance(exit.code, int) else 2
     if args.command is None:
