@@ -51,7 +51,7 @@ from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, Repo
                                render_statistics, sort_key)
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
-from fabric_lsp.report.escape import escape_lines
+from fabric_lsp.report.escape import escape_line, escape_lines
 from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
 PROG = "fabric-lsp"
@@ -65,8 +65,39 @@ class UsageError(Exception):
 
 
 def _say(message: str) -> None:
-    # Notices carry file names and source text: no raw control character reaches the terminal.
-    print(escape_lines(message), file=sys.stderr, flush=True)
+    """One line on stderr. Notices carry file names and source text: no raw control character
+    reaches the terminal, and no line break from a name starts a line of its own (report/escape.py)."""
+    print(escape_line(message), file=sys.stderr, flush=True)
+
+
+def _say_error(where: str, error: str) -> None:
+    """`fabric-lsp: error: <where>: <error>`; the lines after the first of an internal error (its
+    traceback with FABRIC_LSP_DEBUG, made by _traceback_lines) one notice line each."""
+    first, *rest = error.rstrip().split("\n")
+    _say(f"{PROG}: error: {where}: {first}")
+    for line in rest:
+        _say(line)
+
+
+def _traceback_lines(error: BaseException) -> list[str]:
+    """The traceback of `error`, one string per line (frames of fabric-lsp's and its libraries'
+    code); the exception's own text, which may hold a file name, is one escaped line."""
+    found = traceback.TracebackException.from_exception(error)
+    lines = ["Traceback (most recent call last):"]
+    for frame in found.stack.format():
+        lines.extend(frame.rstrip("\n").split("\n"))
+    lines.append(escape_line("".join(found.format_exception_only()).rstrip("\n")))
+    return lines
+
+
+class _NoticeHandler(logging.Handler):
+    """The library's log warnings (`cannot read sys.path of ...`) as `fabric-lsp: notice:` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _say(f"{PROG}: notice: {record.getMessage()}")
+        except Exception:  # a log line must never end the run
+            self.handleError(record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,10 +116,10 @@ class FileResult:
 
 def _internal_error(error: BaseException) -> str:
     """One line for the user; the traceback only when FABRIC_LSP_DEBUG is set (it is a bug report)."""
-    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    detail = escape_line("".join(traceback.format_exception_only(type(error), error)).strip())
     message = f"internal error while checking: {detail}"
     if os.environ.get("FABRIC_LSP_DEBUG"):
-        message += "\n" + traceback.format_exc()
+        message += "\n" + "\n".join(_traceback_lines(error))
     else:
         message += " (set FABRIC_LSP_DEBUG=1 to see where)"
     return message
@@ -955,7 +986,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     try:
         findings = _stdin_findings(source, config, cwd)
     except Exception as error:
-        _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+        _say_error(display_path(path, cwd), _internal_error(error))
         findings, failed = [], True
     fixing = args.fix or args.diff
     bounds = FixBounds([path])
@@ -972,9 +1003,9 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     shown = display_path(path, cwd)
     if args.diff:
         for number, (before, after) in sorted(outcome.cell_changes.get(path, {}).items()):
-            sys.stdout.write(escape_lines(unified_diff(before, after, f"{shown}:cell {number}")))
+            sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{shown}:cell {number}"))))
         if path in outcome.texts and path not in outcome.cell_changes:
-            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], shown)))
+            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], escape_line(shown))))
         sys.stdout.flush()
         count = outcome.fixed
         if not args.quiet:
@@ -988,7 +1019,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         try:
             findings = _stdin_findings(source, config, cwd, say=False) if source is not None else []
         except Exception as error:
-            _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+            _say_error(display_path(path, cwd), _internal_error(error))
             findings, failed = [], True
         findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
         context.notebooks = _stdin_notebooks(source) if source is not None else {}
@@ -1115,7 +1146,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             notices.append(result.notice)
         if result.error is not None:
             failed = True
-            _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+            _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
@@ -1142,10 +1173,10 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for path in sorted(outcome.texts):
                 if path in outcome.cell_changes:  # a notebook: one diff per changed cell, as ruff shows them
                     for number, (before, after) in sorted(outcome.cell_changes[path].items()):
-                        sys.stdout.write(escape_lines(unified_diff(before, after, f"{display_path(path, cwd)}:cell {number}")))
+                        sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{display_path(path, cwd)}:cell {number}"))))
                     continue
                 sys.stdout.write(escape_lines(unified_diff(outcome.originals[path].text, outcome.texts[path],
-                                                          display_path(path, cwd))))
+                                                          escape_line(display_path(path, cwd)))))
             sys.stdout.flush()
             count = outcome.fixed
             if not args.quiet:
@@ -1167,7 +1198,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
-                    _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+                    _say_error(display_path(result.path, cwd), result.error)
                 if result.notice is not None:
                     _say(result.notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
@@ -1384,6 +1415,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # pauses in edit latency. Less frequent collections keep the cycles collected, without pauses.
     gc.set_threshold(100_000, 50, 100)
     handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
+    if args.command != "serve":  # the server logs to its client (lsp/server.py)
+        library_log = logging.getLogger("fabric_lsp")
+        library_log.addHandler(_NoticeHandler(logging.WARNING))
+        library_log.propagate = False
     try:
         return handler(args)
     except UsageError as error:
@@ -1397,8 +1432,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        _say(f"{PROG}: error: internal error\n{traceback.format_exc().rstrip()}")
+    except Exception as error:
+        _say(f"{PROG}: error: internal error")
+        for line in _traceback_lines(error):
+            _say(line)
         return 2
 
 
