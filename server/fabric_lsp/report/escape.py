@@ -49,6 +49,17 @@ def escape_line(text: str) -> str:
     return escape_controls(text)
 
 
+# What XML 1.0 cannot hold besides the C0 controls: lone surrogates (a file name that is not UTF-8,
+# decoded by the file system's surrogateescape) and the noncharacters U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def escape_xml(text: str) -> str:
+    """`text` as XML 1.0 can hold it (before XML's own escaping of `<`, `&`, quotes): every control
+    and every character XML forbids as a backslash escape, so the document stays well-formed."""
+    return _NOT_XML.sub(_escape_one, escape_controls(text))
+
+
 def escape_lines(text: str) -> str:
     """Multi-line text (a diff, an explanation): line breaks and tabs kept, every other control escaped."""
     return escape_controls(text, keep="\n\t")
