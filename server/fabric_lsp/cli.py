@@ -1094,6 +1094,13 @@ def _output_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
     if args.output_file is not None and not args.output_file.strip():
         raise UsageError("--output-file: expected a file name")
+    if args.output_file is not None:  # refused before the analysis too (checked again when writing)
+        from fabric_lsp.output_file import OutputRefused, plan
+
+        try:
+            plan(args.output_file, os.getcwd())
+        except OutputRefused as refused:
+            raise UsageError(str(refused)) from None
 
 
 def write_report(args: argparse.Namespace, findings: Sequence[Finding], context: ReportContext) -> None:
@@ -1106,12 +1113,12 @@ def write_report(args: argparse.Namespace, findings: Sequence[Finding], context:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    target = Path(args.output_file)
+    from fabric_lsp.output_file import OutputRefused, write_report_file
+
     try:
-        if target.parent != Path(""):
-            target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            handle.write(text)
+        write_report_file(args.output_file, text, os.getcwd())  # never through a link the repository planted
+    except OutputRefused as refused:
+        raise UsageError(str(refused)) from None
     except OSError as error:
         raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror or error}") from None
 
