@@ -27,6 +27,7 @@ import ipaddress
 import logging
 import multiprocessing
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -585,8 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="LSP over stdin/stdout (the default; accepted because language clients append it)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (loopback only) instead of stdio")
     serve.add_argument(
-        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token "
-        "(default: $FABRIC_LSP_TOKEN)"
+        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token, "
+        "at least 128 bits (default: $FABRIC_LSP_TOKEN, else a random one printed on stderr)"
     )
     # What vscode-languageclient (and clients modelled on it) may append for its other transports:
     # recognised so that the answer is one clear line instead of "unrecognized arguments".
@@ -1301,7 +1302,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time).
 
     Any local user (and any web page, through the browser) can connect to a TCP port: the server
-    listens on loopback only and serves only a client that knows the token.
+    listens on loopback only and serves only a client that knows the token. A token given (`--token`,
+    FABRIC_LSP_TOKEN) must be worth 128 bits (lsp/transport.weak_token_reason); without one, a random
+    token is made and printed on stderr. Failed checks slow down the next ones (transport.TokenGate).
 
     `--stdio` names the default transport (vscode-languageclient appends it to an Executable with
     TransportKind.stdio). Its other transports are refused in one line: `--pipe NAME` and `--socket PORT`
@@ -1330,9 +1333,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host = host.strip("[]")
         if not _is_loopback(host):
             raise UsageError(f"--tcp: {host!r} is not a loopback address (use 127.0.0.1, ::1 or localhost)")
-        token = args.token if args.token is not None else os.environ.get("FABRIC_LSP_TOKEN")
-        if not token:
-            raise UsageError("--tcp needs a token: pass --token T or set FABRIC_LSP_TOKEN")
+        from fabric_lsp.lsp.transport import weak_token_reason
+
+        token = args.token if args.token is not None else (os.environ.get("FABRIC_LSP_TOKEN") or None)
+        if token is None:
+            token = secrets.token_urlsafe(32)  # 256 bits
+            _say(f"{PROG}: serve: the client must send this token as initializationOptions.token "
+                 f"(choose your own with --token or FABRIC_LSP_TOKEN): {token}")
+        else:
+            weak = weak_token_reason(token)
+            if weak is not None:
+                source = "--token" if args.token is not None else "FABRIC_LSP_TOKEN"
+                raise UsageError(f"{source}: {weak}")
         tcp = (host, int(port))
     elif args.token is not None:
         raise UsageError("--token: only with --tcp")
