@@ -1434,10 +1434,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # pauses in edit latency. Less frequent collections keep the cycles collected, without pauses.
     gc.set_threshold(100_000, 50, 100)
     handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
-    if args.command != "serve":  # the server logs to its client (lsp/server.py)
-        library_log = logging.getLogger("fabric_lsp")
-        library_log.addHandler(_NoticeHandler(logging.WARNING))
-        library_log.propagate = False
+    # The library's log warnings as notice lines (else logging's last-resort handler writes them raw);
+    # the server logs to its client instead (lsp/server.py).
+    notices = _NoticeHandler(logging.WARNING) if args.command != "serve" else None
+    if notices is not None:
+        logging.getLogger("fabric_lsp").addHandler(notices)
+    try:
+        return _run_command(handler, args)
+    finally:
+        if notices is not None:
+            logging.getLogger("fabric_lsp").removeHandler(notices)
+
+
+def _run_command(handler, args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except UsageError as error:
