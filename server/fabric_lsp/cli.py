@@ -27,6 +27,7 @@ import ipaddress
 import logging
 import multiprocessing
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -51,7 +52,7 @@ from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, Repo
                                render_statistics, sort_key)
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
-from fabric_lsp.report.escape import escape_lines
+from fabric_lsp.report.escape import escape_line, escape_lines
 from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
 PROG = "fabric-lsp"
@@ -65,8 +66,39 @@ class UsageError(Exception):
 
 
 def _say(message: str) -> None:
-    # Notices carry file names and source text: no raw control character reaches the terminal.
-    print(escape_lines(message), file=sys.stderr, flush=True)
+    """One line on stderr. Notices carry file names and source text: no raw control character
+    reaches the terminal, and no line break from a name starts a line of its own (report/escape.py)."""
+    print(escape_line(message), file=sys.stderr, flush=True)
+
+
+def _say_error(where: str, error: str) -> None:
+    """`fabric-lsp: error: <where>: <error>`; the lines after the first of an internal error (its
+    traceback with FABRIC_LSP_DEBUG, made by _traceback_lines) one notice line each."""
+    first, *rest = error.rstrip().split("\n")
+    _say(f"{PROG}: error: {where}: {first}")
+    for line in rest:
+        _say(line)
+
+
+def _traceback_lines(error: BaseException) -> list[str]:
+    """The traceback of `error`, one string per line (frames of fabric-lsp's and its libraries'
+    code); the exception's own text, which may hold a file name, is one escaped line."""
+    found = traceback.TracebackException.from_exception(error)
+    lines = ["Traceback (most recent call last):"]
+    for frame in found.stack.format():
+        lines.extend(frame.rstrip("\n").split("\n"))
+    lines.append(escape_line("".join(found.format_exception_only()).rstrip("\n")))
+    return lines
+
+
+class _NoticeHandler(logging.Handler):
+    """The library's log warnings (`cannot read sys.path of ...`) as `fabric-lsp: notice:` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _say(f"{PROG}: notice: {record.getMessage()}")
+        except Exception:  # a log line must never end the run
+            self.handleError(record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,10 +117,10 @@ class FileResult:
 
 def _internal_error(error: BaseException) -> str:
     """One line for the user; the traceback only when FABRIC_LSP_DEBUG is set (it is a bug report)."""
-    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    detail = escape_line("".join(traceback.format_exception_only(type(error), error)).strip())
     message = f"internal error while checking: {detail}"
     if os.environ.get("FABRIC_LSP_DEBUG"):
-        message += "\n" + traceback.format_exc()
+        message += "\n" + "\n".join(_traceback_lines(error))
     else:
         message += " (set FABRIC_LSP_DEBUG=1 to see where)"
     return message
@@ -554,8 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="LSP over stdin/stdout (the default; accepted because language clients append it)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (loopback only) instead of stdio")
     serve.add_argument(
-        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token "
-        "(default: $FABRIC_LSP_TOKEN)"
+        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token, "
+        "at least 128 bits (default: $FABRIC_LSP_TOKEN, else a random one printed on stderr)"
     )
     # What vscode-languageclient (and clients modelled on it) may append for its other transports:
     # recognised so that the answer is one clear line instead of "unrecognized arguments".
@@ -816,12 +848,32 @@ def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> i
 def cmd_check(args: argparse.Namespace) -> int:
     from fabric_lsp import engine
 
+    _refuse_programs_in_hook(args)
     _output_options(args)
     engine.remember_runs(False)  # each program is solved once here: nothing to replay later
     try:
         return _cmd_check(args)
     finally:
         engine.remember_runs(True)
+
+
+def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
+    """Under pre-commit the options come from the repository's `.pre-commit-config.yaml` (`args:`,
+    or an `entry` it overrides): one that runs a program is refused unless the user config, which
+    lives outside every repository, allows it (`allow-programs-in-hooks = true`)."""
+    if not in_pre_commit_hook():
+        return
+    chosen = [name for name, given in (("--python", args.python is not None),
+                                       ("--trust-workspace", args.trust_workspace)) if given]
+    if not chosen:
+        return
+    from fabric_lsp.user_config import load_user_config, user_config_path
+
+    if load_user_config()[0].allow_programs_in_hooks:
+        return
+    raise UsageError(f"{' and '.join(chosen)}: refused in a pre-commit hook (PRE_COMMIT=1): the hook's options "
+                     "come from the repository's .pre-commit-config.yaml, which must not choose a program to run; "
+                     f"to allow it, set allow-programs-in-hooks = true in your user config ({user_config_path()})")
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -935,7 +987,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     try:
         findings = _stdin_findings(source, config, cwd)
     except Exception as error:
-        _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+        _say_error(display_path(path, cwd), _internal_error(error))
         findings, failed = [], True
     fixing = args.fix or args.diff
     bounds = FixBounds([path])
@@ -952,9 +1004,9 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     shown = display_path(path, cwd)
     if args.diff:
         for number, (before, after) in sorted(outcome.cell_changes.get(path, {}).items()):
-            sys.stdout.write(escape_lines(unified_diff(before, after, f"{shown}:cell {number}")))
+            sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{shown}:cell {number}"))))
         if path in outcome.texts and path not in outcome.cell_changes:
-            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], shown)))
+            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], escape_line(shown))))
         sys.stdout.flush()
         count = outcome.fixed
         if not args.quiet:
@@ -968,7 +1020,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         try:
             findings = _stdin_findings(source, config, cwd, say=False) if source is not None else []
         except Exception as error:
-            _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+            _say_error(display_path(path, cwd), _internal_error(error))
             findings, failed = [], True
         findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
         context.notebooks = _stdin_notebooks(source) if source is not None else {}
@@ -1043,6 +1095,13 @@ def _output_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
     if args.output_file is not None and not args.output_file.strip():
         raise UsageError("--output-file: expected a file name")
+    if args.output_file is not None:  # refused before the analysis too (checked again when writing)
+        from fabric_lsp.output_file import OutputRefused, plan
+
+        try:
+            plan(args.output_file, os.getcwd())
+        except OutputRefused as refused:
+            raise UsageError(str(refused)) from None
 
 
 def write_report(args: argparse.Namespace, findings: Sequence[Finding], context: ReportContext) -> None:
@@ -1055,12 +1114,12 @@ def write_report(args: argparse.Namespace, findings: Sequence[Finding], context:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    target = Path(args.output_file)
+    from fabric_lsp.output_file import OutputRefused, write_report_file
+
     try:
-        if target.parent != Path(""):
-            target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            handle.write(text)
+        write_report_file(args.output_file, text, os.getcwd())  # never through a link the repository planted
+    except OutputRefused as refused:
+        raise UsageError(str(refused)) from None
     except OSError as error:
         raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror or error}") from None
 
@@ -1095,7 +1154,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             notices.append(result.notice)
         if result.error is not None:
             failed = True
-            _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+            _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
@@ -1122,10 +1181,10 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for path in sorted(outcome.texts):
                 if path in outcome.cell_changes:  # a notebook: one diff per changed cell, as ruff shows them
                     for number, (before, after) in sorted(outcome.cell_changes[path].items()):
-                        sys.stdout.write(escape_lines(unified_diff(before, after, f"{display_path(path, cwd)}:cell {number}")))
+                        sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{display_path(path, cwd)}:cell {number}"))))
                     continue
                 sys.stdout.write(escape_lines(unified_diff(outcome.originals[path].text, outcome.texts[path],
-                                                          display_path(path, cwd))))
+                                                          escape_line(display_path(path, cwd)))))
             sys.stdout.flush()
             count = outcome.fixed
             if not args.quiet:
@@ -1147,7 +1206,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
-                    _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+                    _say_error(display_path(result.path, cwd), result.error)
                 if result.notice is not None:
                     _say(result.notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
@@ -1243,7 +1302,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time).
 
     Any local user (and any web page, through the browser) can connect to a TCP port: the server
-    listens on loopback only and serves only a client that knows the token.
+    listens on loopback only and serves only a client that knows the token. A token given (`--token`,
+    FABRIC_LSP_TOKEN) must be worth 128 bits (lsp/transport.weak_token_reason); without one, a random
+    token is made and printed on stderr. Failed checks slow down the next ones (transport.TokenGate).
 
     `--stdio` names the default transport (vscode-languageclient appends it to an Executable with
     TransportKind.stdio). Its other transports are refused in one line: `--pipe NAME` and `--socket PORT`
@@ -1272,9 +1333,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host = host.strip("[]")
         if not _is_loopback(host):
             raise UsageError(f"--tcp: {host!r} is not a loopback address (use 127.0.0.1, ::1 or localhost)")
-        token = args.token if args.token is not None else os.environ.get("FABRIC_LSP_TOKEN")
-        if not token:
-            raise UsageError("--tcp needs a token: pass --token T or set FABRIC_LSP_TOKEN")
+        from fabric_lsp.lsp.transport import weak_token_reason
+
+        token = args.token if args.token is not None else (os.environ.get("FABRIC_LSP_TOKEN") or None)
+        if token is None:
+            token = secrets.token_urlsafe(32)  # 256 bits
+            _say(f"{PROG}: serve: the client must send this token as initializationOptions.token "
+                 f"(choose your own with --token or FABRIC_LSP_TOKEN): {token}")
+        else:
+            weak = weak_token_reason(token)
+            if weak is not None:
+                source = "--token" if args.token is not None else "FABRIC_LSP_TOKEN"
+                raise UsageError(f"{source}: {weak}")
         tcp = (host, int(port))
     elif args.token is not None:
         raise UsageError("--token: only with --tcp")
@@ -1295,10 +1365,60 @@ def _is_loopback(host: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+# pre-commit runs a hook as `entry + args + file names` and sets PRE_COMMIT=1 in its environment.
+HOOK_ENV = "PRE_COMMIT"
+
+
+def in_pre_commit_hook() -> bool:
+    return os.environ.get(HOOK_ENV) == "1"
+
+
+def _check_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """`check`'s option strings, each with whether it takes a separate value (`--select FAB001`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            check = action.choices["check"]
+            return {name: option.nargs != 0 for option in check._actions for name in option.option_strings}
+    return {}
+
+
+def command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The arguments as argparse is to read them: for `check`, everything after `--` is a path (`-`
+    too: `./-`, never standard input), so that no file name can set an option.
+
+    Under pre-commit (PRE_COMMIT=1) the hook's entry ends with `--` and the user's `args:` come after
+    it, before the file names: there the leading tokens after `--` that are options of `check` and
+    name no existing file (pre-commit passes only files that exist) are those `args:`, moved before
+    `--` (with the separate value of an option that takes one); the first other token starts the
+    file list."""
+    arguments = list(argv)
+    command = next((i for i, token in enumerate(arguments) if not token.startswith("-")), None)
+    if command is None or arguments[command] != "check":
+        return arguments
+    options = _check_options(parser)
+    index = command + 1
+    while index < len(arguments) and arguments[index] != "--":
+        index += 2 if options.get(arguments[index]) else 1  # `--select --` is a value, not the end
+    if index >= len(arguments):
+        return arguments
+    before, after = arguments[:index], arguments[index + 1:]
+    moved: list[str] = []
+    if in_pre_commit_hook():
+        while after:
+            token = after[0]
+            name, equals, _ = token.partition("=")
+            if name not in options or os.path.lexists(token):
+                break
+            width = 2 if options[name] and not equals else 1
+            moved += after[:width]
+            after = after[width:]
+    return before + moved + ["--"] + [os.path.join(".", path) if path == "-" else path for path in after]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(command_line(parser, sys.argv[1:] if argv is None else argv))
     except SystemExit as exit:  # argparse: 2 for usage errors, 0 for --help/--version
         return exit.code if isinstance(exit.code, int) else 2
     if args.command is None:
@@ -1314,6 +1434,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # pauses in edit latency. Less frequent collections keep the cycles collected, without pauses.
     gc.set_threshold(100_000, 50, 100)
     handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
+    # The library's log warnings as notice lines (else logging's last-resort handler writes them raw);
+    # the server logs to its client instead (lsp/server.py).
+    notices = _NoticeHandler(logging.WARNING) if args.command != "serve" else None
+    if notices is not None:
+        logging.getLogger("fabric_lsp").addHandler(notices)
+    try:
+        return _run_command(handler, args)
+    finally:
+        if notices is not None:
+            logging.getLogger("fabric_lsp").removeHandler(notices)
+
+
+def _run_command(handler, args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except UsageError as error:
@@ -1327,8 +1460,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        _say(f"{PROG}: error: internal error\n{traceback.format_exc().rstrip()}")
+    except Exception as error:
+        _say(f"{PROG}: error: internal error")
+        for line in _traceback_lines(error):
+            _say(line)
         return 2
 
 

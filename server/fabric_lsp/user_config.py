@@ -10,6 +10,11 @@ its `.venv` is read as files, never executed. This file lives outside every repo
     trusted = true                  # trust every workspace: its `python` setting and its .venv may run
     trusted-paths = ["~/work"]      # trust workspaces at or under these folders only
     replace-records = true          # `extend-records` may replace built-in records (not only add)
+    allow-programs-in-hooks = true  # `check --python`/`--trust-workspace` allowed in a pre-commit hook
+
+A pre-commit hook's options come from the repository's `.pre-commit-config.yaml` (its `args:`), so
+under pre-commit (`PRE_COMMIT=1`) `check` refuses the options that run programs unless
+`allow-programs-in-hooks` is true here.
 
 Like the project config, a bad value is reported in one line and replaced by its default.
 """
@@ -32,6 +37,7 @@ class UserConfig:
     trusted: bool = False
     trusted_paths: tuple[str, ...] = ()
     replace_records: bool = False
+    allow_programs_in_hooks: bool = False
 
     def trusts(self, root: str | os.PathLike[str] | None) -> bool:
         """True when the workspace at `root` may choose programs for us to run."""
@@ -88,7 +94,7 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
                 fields["python"] = os.path.abspath(candidate)
             else:
                 problems.append(_problem(source, key, f"expected a path to a Python interpreter, got {value!r}"))
-        elif key in ("trusted", "replace-records"):
+        elif key in ("trusted", "replace-records", "allow-programs-in-hooks"):
             if isinstance(value, bool):
                 fields[key.replace("-", "_")] = value
             else:
@@ -100,5 +106,6 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
                 problems.append(_problem(source, key, "expected a list of folders"))
         else:
             problems.append(_problem(source, str(raw_key), "unknown key (known keys: python, trusted, "
-                                                           "trusted-paths, replace-records)"))
+                                                           "trusted-paths, replace-records, "
+                                                           "allow-programs-in-hooks)"))
     return UserConfig(**fields), problems
