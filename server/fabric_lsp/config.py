@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from fabric_lsp.findings import Severity
-from fabric_lsp.globs import GlobError, compile_glob
+from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
+                              compile_glob)
 from fabric_lsp.records.rules_table import RULES
 from fabric_lsp.walk import DEFAULT_INCLUDE, Selection
 
@@ -96,32 +97,34 @@ class Config:
         return Selection(self.exclude, self.root, self.included, self.notebooks, self.respect_gitignore)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled_glob(pattern: str):
-    try:
-        return compile_glob(pattern)
-    except GlobError:
-        return None
+@functools.lru_cache(maxsize=64)
+def _per_file_globs(entries: tuple[tuple[str, frozenset[str]], ...]) -> tuple[GlobSet, tuple[int, ...]]:
+    """The entries' globs compiled together, once per table, and the entry of each glob."""
+    globs, owners = [], []
+    for number, (pattern, _) in enumerate(entries):
+        try:
+            globs.append(compile_glob(pattern[1:] if pattern.startswith("!") else pattern))
+        except GlobError:
+            continue
+        owners.append(number)
+    return GlobSet(globs), tuple(owners)
 
 
+# Each file's answer is kept: the server asks again for the same files at every keystroke.
+@functools.lru_cache(maxsize=8192)
 def _per_file_ignored(entries: tuple[tuple[str, frozenset[str]], ...], base: str, path: str) -> frozenset[str]:
     # As ruff: a glob matches the path relative to the settings file's folder, or the bare file
     # name; as `exclude`, a glob that matches one of the file's folders matches the file.
+    globs, owners = _per_file_globs(entries)
     relative = os.path.relpath(path, base)
     inside = not (relative == ".." or relative.startswith(".." + os.sep))
-    name = os.path.basename(path)
-    parts = relative.split(os.sep) if inside else []
-    folders = ["/".join(parts[:index]) for index in range(1, len(parts))]
-    relative = "/".join(parts)
+    accepted = globs.matching(os.path.basename(path), False)
+    if inside:
+        accepted |= globs.matching_path_or_folders(relative.replace(os.sep, "/"))
+    hits = {owners[number] for number in globs.indices(accepted)}
     codes: set[str] = set()
-    for pattern, ignored in entries:
-        negated = pattern.startswith("!")
-        glob = _compiled_glob(pattern[1:] if negated else pattern)
-        if glob is None:
-            continue
-        hit = glob.matches(name, False) or (inside and (glob.matches(relative, False) or any(
-            glob.matches(folder, True) for folder in folders)))
-        if hit != negated:
+    for number, (pattern, ignored) in enumerate(entries):
+        if (number in hits) != pattern.startswith("!"):
             codes |= ignored
     return frozenset(codes)
 
@@ -338,7 +341,32 @@ def parse_settings(
             problems.extend(converted.notices)
             converted = converted.value
         fields[name] = converted
+    left_out, keys = _bound_globs(fields)
+    if left_out:
+        problems.append(f"fabric-lsp: notice: {source}: more globs than a settings file may hold "
+                        f"({MAX_GLOBS_PER_FILE} globs, {MAX_GLOB_CHARACTERS_PER_FILE} characters in all); "
+                        f"the last {left_out} are ignored ({', '.join(keys)})")
     return fields, problems
+
+
+_GLOB_FIELDS = {"exclude": "exclude", "extend_exclude": "extend-exclude", "include": "include",
+                "extend_include": "extend-include", "per_file_ignores": "per-file-ignores"}
+
+
+def _bound_globs(fields: dict[str, Any]) -> tuple[int, list[str]]:
+    """The volume of globs of one settings file (globs.GlobBudget), counted in the file's order: the
+    globs past the bound are dropped from `fields`. Returns how many, and from which keys."""
+    budget = GlobBudget()
+    keys = []
+    for name in [name for name in fields if name in _GLOB_FIELDS]:
+        if name == "per_file_ignores":
+            kept = tuple(entry for entry in fields[name] if budget.take(entry[0]))
+        else:
+            kept = tuple(pattern for pattern in fields[name] if budget.take(pattern))
+        if len(kept) < len(fields[name]):
+            keys.append(_GLOB_FIELDS[name])
+        fields[name] = kept
+    return budget.left_out, keys
 
 
 # ---------------------------------------------------------------------------------------------

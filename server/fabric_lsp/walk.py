@@ -12,6 +12,7 @@ yields a `Notice` the caller prints as `fabric-lsp: notice: <path>: <reason>`, a
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import io
 import os
@@ -20,7 +21,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from fabric_lsp.globs import GlobError, compile_glob
+from fabric_lsp.globs import GlobError, GlobSet, compile_glob
 
 # Directory names never descended into (hidden directories are skipped too).
 SKIP_DIRS = frozenset(
@@ -71,16 +72,13 @@ class DecodedFile:
 
 
 class ExcludeMatcher:
-    """The configured `exclude` globs, relative to the config root (or the current directory)."""
+    """The configured `exclude` globs, relative to the config root (or the current directory):
+    compiled once (exclude_matcher shares one per globs and root), each path's verdict kept."""
 
     def __init__(self, patterns: Iterable[str], root: str | None) -> None:
         self.root = os.path.abspath(root or os.getcwd())
-        self._globs = []
-        for pattern in patterns:
-            try:
-                self._globs.append(compile_glob(pattern))
-            except GlobError:
-                continue  # reported (once) when the config was loaded; never fatal here
+        self._globs = glob_set(tuple(patterns))
+        self._verdicts: dict[tuple[str, bool], bool] = {}
 
     def excluded(self, path: str, is_dir: bool) -> bool:
         if not self._globs:
@@ -88,8 +86,40 @@ class ExcludeMatcher:
         relative = os.path.relpath(os.path.abspath(path), self.root)
         if relative.startswith(".." + os.sep) or relative == "..":
             return False  # outside the root: the globs do not speak about it
-        relative = relative.replace(os.sep, "/")
-        return any(glob.matches(relative, is_dir) for glob in self._globs)
+        key = (relative, is_dir)
+        known = self._verdicts.get(key)
+        if known is None:
+            if len(self._verdicts) >= MAX_KEPT_VERDICTS:
+                self._verdicts.clear()
+            known = self._verdicts[key] = self._globs.matches_any(relative.replace(os.sep, "/"), is_dir)
+        return known
+
+
+# Verdicts kept per matcher (the server asks again for the same paths at every keystroke).
+MAX_KEPT_VERDICTS = 65536
+
+
+@functools.lru_cache(maxsize=64)
+def glob_set(patterns: tuple[str, ...]) -> GlobSet:
+    """The globs compiled together, once per list (a bad glob is left out: it was reported, once,
+    when the settings were read)."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(compile_glob(pattern))
+        except GlobError:
+            continue
+    return GlobSet(compiled)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_exclude_matcher(patterns: tuple[str, ...], root: str) -> ExcludeMatcher:
+    return ExcludeMatcher(patterns, root)
+
+
+def exclude_matcher(patterns: Iterable[str], root: str | None) -> ExcludeMatcher:
+    """The ExcludeMatcher of these globs and root, made once and shared (with its verdicts)."""
+    return _shared_exclude_matcher(tuple(patterns), os.path.abspath(root or os.getcwd()))
 
 
 class IncludeMatcher:
@@ -100,15 +130,13 @@ class IncludeMatcher:
         self.root = os.path.abspath(root or os.getcwd())
         self.notebooks = notebooks
         self._suffixes: list[str] = []  # `*.py`-style globs, matched by name without a glob
-        self._globs = []
+        others = []
         for pattern in patterns:
             if pattern.startswith("*.") and not any(c in pattern[2:] for c in "*?[/"):
                 self._suffixes.append(pattern[1:])
-                continue
-            try:
-                self._globs.append(compile_glob(pattern))
-            except GlobError:
-                continue  # reported when the config was loaded
+            else:
+                others.append(pattern)
+        self._globs = glob_set(tuple(others))
         self._suffix_tuple = tuple(self._suffixes)
 
     def included(self, path: str, name: str) -> bool:
@@ -121,8 +149,7 @@ class IncludeMatcher:
         relative = os.path.relpath(os.path.abspath(path), self.root)
         if relative.startswith(".." + os.sep):
             relative = name
-        relative = relative.replace(os.sep, "/")
-        return any(glob.matches(relative, False) for glob in self._globs)
+        return self._globs.matches_any(relative.replace(os.sep, "/"), False)
 
 
 def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None = None,
@@ -171,6 +198,8 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), root: str | None
             notices.append(Notice(absolute, "a notebook, and notebooks are off (notebooks = false); skipped"))
         else:
             add(argument)  # even if excluded, non-.py, or a broken link: reading will tell
+    if rules.gitignore is not None:
+        notices.extend(Notice(path, reason) for path, reason in rules.gitignore.take_notices())
     return sorted(set(found.values())), notices
 
 
@@ -193,7 +222,7 @@ class _Rules:
         made = self._matchers.get(selection)
         if made is None:
             made = self._matchers[selection] = (
-                ExcludeMatcher(selection.exclude, selection.root),
+                exclude_matcher(selection.exclude, selection.root),
                 IncludeMatcher(selection.include, selection.root, selection.notebooks))
         return (selection, *made)
 

@@ -34,7 +34,7 @@ from fabric_lsp.analysis.source import SourceFile, parse_file
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
 from fabric_lsp.findings import Position
 from fabric_lsp.notebook import is_notebook_path, layout_of
-from fabric_lsp.walk import SKIP_DIRS, ExcludeMatcher, read_source
+from fabric_lsp.walk import SKIP_DIRS, exclude_matcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
 
@@ -490,7 +490,7 @@ def _mtime(path: str) -> int | None:
 def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]]]:
     """Like walk.discover for one folder (same folders skipped, links followed once), without
     resolving every file's real path, and with the folders seen and their modification times."""
-    matcher = ExcludeMatcher(exclude, root)
+    matcher = exclude_matcher(exclude, root)
     files: list[str] = []
     folders: list[tuple[str, int]] = []
     seen: set[tuple[int, int]] = set()
