@@ -3,7 +3,10 @@
 The settings file of a Python file is the closest one above it, as ruff finds `ruff.toml`: in each
 folder from the file's upwards, `.fabric-lsp.toml`, then `fabric-lsp.toml` (top-level keys), then a
 `pyproject.toml` with a `[tool.fabric-lsp]` table (`find_config_file`; the command line and the
-language server both use it). `ConfigResolver` gives each file of a run its Config.
+language server both use it). The search stops at the repository root (the folder holding `.git`)
+or the home folder, and passes over settings files another user owns (fabric_lsp.upward), so a file
+planted in a shared folder above a checkout does not configure it. `ConfigResolver` gives each file
+of a run its Config.
 
 The engine applies `select`/`ignore`/`per-file-ignores`/`severity`/`hints` itself from the Config
 it is given, so the CLI and the language server only build a Config (with `load_config`) and pass
@@ -27,6 +30,7 @@ from fabric_lsp.findings import Severity
 from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
 from fabric_lsp.records.rules_table import RULES
+from fabric_lsp.upward import home_folder, is_boundary, owned_by_user, owner_of
 from fabric_lsp.walk import DEFAULT_INCLUDE, Selection
 
 try:  # Python 3.11+
@@ -373,33 +377,48 @@ def _bound_globs(fields: dict[str, Any]) -> tuple[int, list[str]]:
 # Finding and reading the settings file
 
 
-def config_file_in(directory: Path) -> Path | None:
+def config_file_in(directory: Path, notices: list[str] | None = None) -> Path | None:
     """The settings file of one folder: `.fabric-lsp.toml`, else `fabric-lsp.toml`, else a
-    pyproject.toml with a `[tool.fabric-lsp]` table (ruff's order for its own files)."""
+    pyproject.toml with a `[tool.fabric-lsp]` table (ruff's order for its own files). A file
+    another user owns is passed over (upward.owned_by_user), with a line in `notices`."""
     for name in CONFIG_FILE_NAMES[:-1]:
         candidate = directory / name
-        if candidate.is_file():
+        if candidate.is_file() and _owned(candidate, notices):
             return candidate
     candidate = directory / "pyproject.toml"
-    if candidate.is_file() and _has_table(candidate):
+    if candidate.is_file() and _has_table(candidate) and _owned(candidate, notices):
         return candidate
     return None
 
 
-def find_config_file(start: Path) -> Path | None:
+def _owned(path: Path, notices: list[str] | None) -> bool:
+    if owned_by_user(str(path)):
+        return True
+    if notices is not None:
+        notices.append(f"fabric-lsp: notice: {path}: ignored: owned by another user (uid {owner_of(str(path))}); "
+                       "a settings file counts only when you or root own it (--config PATH uses it all the same)")
+    return False
+
+
+def find_config_file(start: Path, notices: list[str] | None = None) -> Path | None:
     """The settings file of `start` (a file or a folder): the closest folder at or above it that
-    has one (config_file_in). The command line (per file) and the language server both use it."""
+    has one (config_file_in), up to the repository root or the home folder (upward.is_boundary).
+    The command line (per file) and the language server both use it."""
     start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
+    home = home_folder()
     for candidate_dir in (directory, *directory.parents):
-        found = config_file_in(candidate_dir)
+        found = config_file_in(candidate_dir, notices)
         if found is not None:
             return found
+        if is_boundary(str(candidate_dir), home):
+            return None
     return None
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above `start` that has a `[tool.fabric-lsp]` table.
+    """The nearest pyproject.toml at or above `start` that has a `[tool.fabric-lsp]` table, within
+    the same bounds as find_config_file.
 
     Like ruff, a pyproject.toml without our table does not stop the search, so a sub-package's
     pyproject does not hide the repository's settings. One that cannot be parsed but mentions the
@@ -407,12 +426,13 @@ def find_pyproject(start: Path) -> Path | None:
     """
     start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
+    home = home_folder()
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if not candidate.is_file():
-            continue
-        if _has_table(candidate):
+        if candidate.is_file() and _has_table(candidate) and owned_by_user(str(candidate)):
             return candidate
+        if is_boundary(str(candidate_dir), home):
+            return None
     return None
 
 
@@ -480,7 +500,7 @@ def load_config(
     start_dir = start if start.is_dir() else start.parent
     problems: list[str] = []
     fields: dict[str, Any] = {}
-    path = config_file if config_file is not None else (None if no_file else find_config_file(start))
+    path = config_file if config_file is not None else (None if no_file else find_config_file(start, problems))
     if path is not None:
         path = Path(os.path.abspath(path))
         fields["root"] = str(path.parent)
@@ -576,6 +596,7 @@ class ConfigResolver:
         self.fallback_root = fallback_root
         self._user = load_user_config() if only is None else None
         self._files: dict[str, Path | None] = {}  # folder -> its settings file
+        self._home = home_folder()
         self._configs: dict[tuple, Config] = {}  # settings file (or none, and trusted) -> Config
         self._by_directory: dict[str, Config] = {}
         self._problems: dict[str, None] = {}
@@ -592,8 +613,10 @@ class ConfigResolver:
         known = self._files.get(directory, False)
         if known is not False:
             return known
-        found = config_file_in(Path(directory))
-        if found is None:
+        skipped: list[str] = []
+        found = config_file_in(Path(directory), skipped)
+        self._problems.update(dict.fromkeys(skipped))
+        if found is None and not is_boundary(directory, self._home):
             parent = os.path.dirname(directory)
             found = self._settings_file(parent) if parent != directory else None
         self._files[directory] = found

@@ -16,6 +16,10 @@ The ignore files that apply to one folder hold at most globs.MAX_GLOBS_PER_FILE 
 globs.MAX_GLOB_CHARACTERS_PER_FILE characters together (names, suffixes and paths are looked up,
 not counted): globs past that are ignored, with one notice per file (`take_notices`). Each path's
 verdict is kept.
+
+A `.git` owned by another user (not root) does not make a repository (git refuses such a
+repository too, "dubious ownership"): a `/tmp/.git` and `/tmp/.gitignore` planted in a shared
+folder do not hide the files of a checkout below it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
+from fabric_lsp.upward import owned_by_user
 
 MAX_IGNORE_FILE_BYTES = 256 * 1024  # more than any real .gitignore; a larger one is read this far
 _SPECIAL = "*?["
@@ -203,12 +208,14 @@ class GitIgnore:
 
     def repo_root(self, directory: str) -> str | None:
         """The closest folder at or above `directory` that holds `.git` (a folder, or a file as in
-        a worktree or a submodule)."""
+        a worktree or a submodule); None when there is none, or when that `.git` belongs to
+        another user (not root)."""
         known = self._repo.get(directory, False)
         if known is not False:
             return known
-        if os.path.lexists(os.path.join(directory, ".git")):
-            found = directory
+        git = os.path.join(directory, ".git")
+        if os.path.lexists(git):
+            found = directory if owned_by_user(git) else None
         else:
             parent = os.path.dirname(directory)
             found = self.repo_root(parent) if parent != directory else None
