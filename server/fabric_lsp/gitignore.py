@@ -204,7 +204,7 @@ class GitIgnore:
         self._layers: dict[str, tuple[_Layer, ...]] = {}
         self._spent: dict[str, tuple[int, int, bool]] = {}  # folder -> (globs, characters, full) of its layers
         self._verdicts: dict[tuple[str, bool], bool] = {}
-        self._notices: list[tuple[str, str]] = []
+        self._notices: dict[str, str] = {}  # ignore file -> its problem (the global file: once for every repository)
 
     def repo_root(self, directory: str) -> str | None:
         """The closest folder at or above `directory` that holds `.git` (a folder, or a file as in
@@ -253,9 +253,9 @@ class GitIgnore:
         for layer in layers:
             layer.compile(budget)
             if layer.left_out:
-                self._notices.append((layer.source, f"more globs than the ignore files of a folder may hold "
-                                                    f"({MAX_GLOBS_PER_FILE} globs, {MAX_GLOB_CHARACTERS_PER_FILE} "
-                                                    f"characters together); the last {layer.left_out} are ignored"))
+                self._notices.setdefault(layer.source, f"more globs than the ignore files of a folder may hold "
+                                                       f"({MAX_GLOBS_PER_FILE} globs, {MAX_GLOB_CHARACTERS_PER_FILE} "
+                                                       f"characters together); the last {layer.left_out} are ignored")
         return layers, (budget.count, budget.characters, budget.full)
 
     def layers(self, directory: str) -> tuple[_Layer, ...]:
@@ -281,7 +281,8 @@ class GitIgnore:
 
     def take_notices(self) -> list[tuple[str, str]]:
         """(ignore file, problem) for each file whose globs went past the volume bound, once."""
-        taken, self._notices = self._notices, []
+        taken = [item for item in self._notices.items() if item[1]]
+        self._notices = dict.fromkeys(self._notices, "")  # said: never again
         return taken
 
     def ignored(self, path: str, is_dir: bool) -> bool:

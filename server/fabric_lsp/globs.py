@@ -226,6 +226,8 @@ class GlobSet:
 
     def indices(self, accepted: int) -> list[int]:
         """The numbers of the globs whose accepting bits are in `accepted`, in order."""
+        if not accepted:
+            return []
         return [index for index, bit in enumerate(self._accepts) if accepted & bit]
 
     def matching(self, relative: str, is_dir: bool, start: int | None = None) -> int:

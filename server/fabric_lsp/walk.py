@@ -265,7 +265,7 @@ class _Rules:
 
 # A walk (one `check` run) reads at most this many folders and picks up at most this many files: a
 # repository of empty folders or files costs nothing to make but seconds per ten thousand to walk.
-# Real trees are far below (torch as installed: 2,285 files in 250 folders).
+# Real trees are far below (torch as installed: 2,285 files in 624 folders).
 MAX_WALK_FOLDERS = 100_000
 MAX_WALK_FILES = 100_000
 

@@ -126,3 +126,97 @@ def test_globs_past_the_bound_are_left_out_in_the_files_order(tmp_path):
     assert problems == [f"fabric-lsp: notice: {tmp_path / 'pyproject.toml'}: more globs than a settings file may hold "
                         f"({MAX_GLOBS_PER_FILE} globs, 32768 characters in all); the last 6 are ignored "
                         "(exclude, per-file-ignores)"]
+
+
+# -- the bit-parallel matcher answers as a plain NFA simulation does ------------------------------
+
+
+def _reference_matches(tokens, text: str) -> bool:
+    """The set-of-states simulation globs.py used before GlobSet (one glob at a time): an oracle."""
+    def closure(states):
+        stack = list(states)
+        while stack:
+            index, phase = stack.pop()
+            if index < len(tokens) and phase == 0 and tokens[index][0] in ("star", "any", "dirs"):
+                if (index + 1, 0) not in states:
+                    states.add((index + 1, 0))
+                    stack.append((index + 1, 0))
+        return states
+
+    states = closure({(0, 0)})
+    for char in text:
+        following = set()
+        for index, phase in states:
+            if index == len(tokens):
+                continue
+            kind, value = tokens[index]
+            if kind == "literal" and char == value or kind == "one" and char != "/":
+                following.add((index + 1, 0))
+            elif kind == "class":
+                negated, ranges = value
+                if char != "/" and any(low <= char <= high for low, high in ranges) != negated:
+                    following.add((index + 1, 0))
+            elif kind == "star" and char != "/" or kind == "any":
+                following.add((index, 0))
+            elif kind == "dirs":
+                following.add((index, 1))
+                if char == "/":
+                    following.add((index + 1, 0))
+        states = closure(following)
+    return (len(tokens), 0) in states
+
+
+def test_glob_sets_answer_as_each_glob_alone():
+    import random
+
+    from fabric_lsp.globs import GlobError, GlobSet, compile_glob
+
+    generator = random.Random(24)
+    pieces = ["a", "b", "/", ".", "*", "?", "[ab]", "[!a]", "[a-b]", "**/", "**"]
+    globs = []
+    while len(globs) < 200:
+        try:
+            globs.append(compile_glob("".join(generator.choice(pieces) for _ in range(generator.randint(1, 8)))))
+        except GlobError:
+            continue
+    paths = ["/".join("".join(generator.choice("ab.") for _ in range(generator.randint(1, 3)))
+                      for _ in range(generator.randint(1, 4))) for _ in range(120)]
+
+    def alone(glob, text, is_dir):
+        return (is_dir or not glob.dirs_only) and _reference_matches(glob.tokens, text)
+
+    for start in range(0, len(globs), 8):
+        group = globs[start:start + 8]
+        matcher = GlobSet(group)
+        for path in paths:
+            folders = ["/".join(path.split("/")[:end]) for end in range(1, path.count("/") + 1)]
+            for is_dir in (False, True):
+                expected = [n for n, glob in enumerate(group) if alone(glob, path, is_dir)]
+                assert matcher.indices(matcher.matching(path, is_dir)) == expected, (path, is_dir)
+                assert [g.matches(path, is_dir) for g in group] == [n in expected for n in range(len(group))]
+            expected = [n for n, glob in enumerate(group)
+                        if alone(glob, path, False) or any(alone(glob, folder, True) for folder in folders)]
+            assert matcher.indices(matcher.matching_path_or_folders(path)) == expected, path
+
+
+def test_the_ignore_files_of_a_folder_share_one_bound(tmp_path):
+    """The bound counts the globs of every ignore file that applies to a folder: a nested .gitignore
+    gets what its parents left, so a deep chain of big files costs no more than one."""
+    from fabric_lsp.gitignore import GitIgnore
+    from fabric_lsp.globs import MAX_GLOBS_PER_FILE
+
+    (tmp_path / ".git").mkdir()
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (tmp_path / ".gitignore").write_text("".join(f"*{index}*.tmp\n" for index in range(600)))
+    # 600 more in the inner file, the last one ignoring drop_*.py: past the bound, so it does not apply.
+    (inner / ".gitignore").write_text("".join(f"*{index}*.log\n" for index in range(599)) + "drop_*.py\n")
+    git = GitIgnore()
+    assert not git.ignored(str(inner / "drop_me.py"), False)
+    assert git.ignored(str(inner / "x5y.tmp"), False) and git.ignored(str(inner / "x5y.log"), False)
+    assert git.take_notices() == [(str(inner / ".gitignore"), f"more globs than the ignore files of a folder may hold "
+                                   f"({MAX_GLOBS_PER_FILE} globs, 32768 characters together); the last 200 are ignored")]
+    assert git.take_notices() == []  # said once
+    (tmp_path / ".gitignore").write_text("*.tmp\n")  # a small parent: the inner file fits, all of it applies
+    git = GitIgnore()
+    assert git.ignored(str(inner / "drop_me.py"), False) and git.take_notices() == []
