@@ -23,6 +23,7 @@ from fabric_lsp.analysis.workspace import Workspace, interpreter_sys_path
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.rules import ALL_RULES
+from fabric_lsp.upward import home_folder, is_boundary, owned_by_user
 
 log = logging.getLogger("fabric_lsp.engine")
 
@@ -35,13 +36,14 @@ _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def project_root_for(path: str, configured: str | None, fallback: str | None = None) -> str:
     """The folder imports are resolved from: the configured root when it holds the file, else the
-    nearest folder with a project marker, else `fallback` when it holds the file (the command
-    line's working directory, as ruff takes it), else the file's own folder (what `python file.py`
-    uses)."""
+    nearest folder with a project marker (up to the repository root or the home folder, a marker
+    another user owns passed over: fabric_lsp.upward), else `fallback` when it holds the file (the
+    command line's working directory, as ruff takes it), else the file's own folder (what
+    `python file.py` uses)."""
     folder = os.path.dirname(os.path.abspath(path))
     if configured and (folder + os.sep).startswith(os.path.abspath(configured) + os.sep):
         return os.path.abspath(configured)
-    marked = _marked_folder(folder)
+    marked = _marked_folder(folder, home_folder())
     if marked is not None:
         return marked
     if fallback and (folder + os.sep).startswith(os.path.abspath(fallback) + os.sep):
@@ -49,17 +51,19 @@ def project_root_for(path: str, configured: str | None, fallback: str | None = N
     return folder
 
 
-def _marked_folder(folder: str) -> str | None:
-    """The nearest folder at or above `folder` holding a project marker; asked once per folder in a
-    run (the 2,285 files of torch walked up the tree 104,565 times: half of a cached check)."""
+def _marked_folder(folder: str, home: str | None) -> str | None:
+    """The nearest folder at or above `folder` holding a project marker of the user's (or root's),
+    within the search boundary; asked once per folder in a run (the 2,285 files of torch walked up
+    the tree 104,565 times: half of a cached check)."""
     with _marked_lock:
         if folder in _marked:
             return _marked[folder]
-    if any(os.path.exists(os.path.join(folder, marker)) for marker in _ROOT_MARKERS):
+    if any(os.path.exists(marker) and owned_by_user(marker)
+           for marker in (os.path.join(folder, name) for name in _ROOT_MARKERS)):
         found: str | None = folder
     else:
         parent = os.path.dirname(folder)
-        found = None if parent == folder else _marked_folder(parent)
+        found = None if parent == folder or is_boundary(folder, home) else _marked_folder(parent, home)
     with _marked_lock:
         if len(_marked) > 4096:
             _marked.clear()

@@ -34,7 +34,7 @@ from fabric_lsp.analysis.source import SourceFile, parse_file
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
 from fabric_lsp.findings import Position
 from fabric_lsp.notebook import is_notebook_path, layout_of
-from fabric_lsp.walk import SKIP_DIRS, ExcludeMatcher, read_source
+from fabric_lsp.walk import SKIP_DIRS, exclude_matcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
 
@@ -457,27 +457,36 @@ def _in_cells(path: str, text: str, message: str) -> str:
     return re.sub(r"line (\d+)", cell_line, message)
 
 
+# The project index reads at most this many files and folders of a project (a fixed order: the same
+# ones each time); past either, the rest is left out with one notice. The server re-reads the
+# folders' modification times at every edit, so the folders are bounded as well as the files.
 MAX_WALKED_FILES = 20000
+MAX_WALKED_FOLDERS = 20000
 _walks_lock = threading.Lock()
-_walks: dict[tuple, tuple[list[str], list[tuple[str, int]]]] = {}
+_walks: dict[tuple, tuple[list[str], list[tuple[str, int]], str | None]] = {}
 
 
 def project_paths(root: str, exclude, checked) -> list[str]:
-    """The project's Python files (the folders `check` would walk) and the checked files. The walk
-    is kept while no folder of it changed (a file added, removed or renamed changes its folder)."""
+    """The project's Python files (the folders `check` would walk) and the checked files."""
+    files, _ = project_walk(root, exclude)
+    known_files = set(files)
+    return files + [path for path in checked if path not in known_files and not known_files.add(path)]
+
+
+def project_walk(root: str, exclude) -> tuple[list[str], str | None]:
+    """The project's Python files, and the notice of a bound hit (else None). The walk is kept while
+    no folder of it changed (a file added, removed or renamed changes its folder)."""
     key = (root, tuple(exclude))
     with _walks_lock:
         known = _walks.get(key)
     if known is not None and all(_mtime(folder) == mtime for folder, mtime in known[1]):
-        files = known[0]
-    else:
-        files, folders = _walk_python_files(root, exclude)
-        with _walks_lock:
-            _walks[key] = (files, folders)
-            while len(_walks) > 16:
-                _walks.pop(next(iter(_walks)))
-    known_files = set(files)
-    return files + [path for path in checked if path not in known_files and not known_files.add(path)]
+        return known[0], known[2]
+    files, folders, notice = _walk_python_files(root, exclude)
+    with _walks_lock:
+        _walks[key] = (files, folders, notice)
+        while len(_walks) > 16:
+            _walks.pop(next(iter(_walks)))
+    return files, notice
 
 
 def _mtime(path: str) -> int | None:
@@ -487,15 +496,20 @@ def _mtime(path: str) -> int | None:
         return None
 
 
-def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]]]:
-    """Like walk.discover for one folder (same folders skipped, links followed once), without
-    resolving every file's real path, and with the folders seen and their modification times."""
-    matcher = ExcludeMatcher(exclude, root)
+def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]], str | None]:
+    """Like walk.discover for one folder (the same folders skipped; links to folders not followed,
+    so the index stays inside the project), without resolving every file's real path, and with the
+    folders seen and their modification times."""
+    matcher = exclude_matcher(exclude, root)
     files: list[str] = []
     folders: list[tuple[str, int]] = []
     seen: set[tuple[int, int]] = set()
     pending = [root]
-    while pending and len(files) < MAX_WALKED_FILES:
+    while pending:
+        if len(files) >= MAX_WALKED_FILES or len(folders) >= MAX_WALKED_FOLDERS:
+            notice = (f"{root}: the project index stops at {MAX_WALKED_FOLDERS:,} folders or {MAX_WALKED_FILES:,} "
+                      f"Python files; the files it did not reach are not analysed with the others")
+            return sorted(files), folders, notice
         folder = pending.pop()
         try:
             info = os.stat(folder)
@@ -516,12 +530,13 @@ def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, i
             except OSError:
                 continue
             if is_dir:
-                if not name.startswith(".") and name not in SKIP_DIRS and not matcher.excluded(entry.path, True):
+                if (not entry.is_symlink() and not name.startswith(".") and name not in SKIP_DIRS
+                        and not matcher.excluded(entry.path, True)):
                     below.append(entry.path)
             elif name.endswith(".py") and not matcher.excluded(entry.path, False):
                 files.append(entry.path)
         pending.extend(reversed(below))
-    return sorted(files), folders
+    return sorted(files), folders, None
 
 
 @dataclass
@@ -535,6 +550,7 @@ class Plan:
     imports_of: dict[str, list[str]]
     groups: list[list[str]]  # each a program's files, sorted
     group_of: dict[str, int]
+    notices: tuple[str, ...] = ()  # about the whole project (the index's bound), said with each program
 
     @property
     def walked(self) -> tuple[str, ...]:
@@ -552,7 +568,9 @@ def plan_project(root: str, checked: list[str], overlays: dict[str, str], librar
     the walk would skip them (an explicit argument, an excluded file open in the editor)."""
     root = os.path.abspath(root)
     resolver = Resolver(root, library_path)
-    paths = project_paths(root, exclude, checked)
+    walked, walk_notice = project_walk(root, exclude)
+    known = set(walked)
+    paths = walked + [path for path in checked if path not in known and not known.add(path)]
     entries: dict[str, FileEntry] = {}
     for path in paths:
         entry = file_entry(path, overlays, max_file_size)
@@ -600,7 +618,7 @@ def plan_project(root: str, checked: list[str], overlays: dict[str, str], librar
                     group_of[other] = len(groups)
                     group.append(other)
         groups.append(sorted(group))
-    return Plan(root, resolver, entries, imports_of, groups, group_of)
+    return Plan(root, resolver, entries, imports_of, groups, group_of, (walk_notice,) if walk_notice else ())
 
 
 def build_programs(root: str, checked: list[str], overlays: dict[str, str], library_path,
@@ -613,6 +631,7 @@ def build_programs(root: str, checked: list[str], overlays: dict[str, str], libr
 
 def program_of(plan: Plan, number: int, checked: list[str], jedi=None) -> Program:
     program = _program(plan.root, plan.resolver, plan.groups[number], plan.entries, plan.imports_of, checked)
+    program.notices[:0] = plan.notices
     program.jedi = jedi
     return program
 

@@ -39,7 +39,7 @@ from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.cells import cell_results
 from fabric_lsp.lsp.convert import TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, CellResult, Document, NotebookDocument, Snapshot
-from fabric_lsp.walk import ExcludeMatcher
+from fabric_lsp.walk import exclude_matcher
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -174,7 +174,7 @@ class AnalysisScheduler:
             records = self.records_for(config)
             if not enabled:
                 pass
-            elif config.exclude and ExcludeMatcher(config.exclude, config.root).excluded(snapshot.path, False):
+            elif config.exclude and exclude_matcher(config.exclude, config.root).excluded(snapshot.path, False):
                 log.debug("%s: excluded by the configuration", snapshot.path)
             elif (size := utf8_size_over(snapshot.text, config.max_file_size)) is not None:
                 log.info("%s: %d bytes, over max-file-size", snapshot.path, size)
