@@ -206,9 +206,10 @@ def _project_root(config: Config | ConfigResolver, path: str) -> str:
 
 # Plans made by the parent process, read by forked workers (they inherit the parent's memory).
 _PLANS: dict[int, tuple] = {}
-# Files whose syntax is still to be checked: (path, text, notebook), read by forked workers too. A task
+# Files whose syntax is still to be checked: (path, text, notebook, the resolver of its plan: the analysis
+# interpreter's sys.path, asked only for a file that does not parse), read by forked workers too. A task
 # with the token SYNTAX_TASK checks the files [start, end) of this list (report/syntax.py).
-_SYNTAX: list[tuple[str, str, object]] = []
+_SYNTAX: list[tuple[str, str, object, object]] = []
 SYNTAX_TASK = -1
 SYNTAX_TASK_CHARS = 1 << 20  # about 0.1 s of parsing per task
 
@@ -273,6 +274,8 @@ class ProgramResults:
             state, stored = entry["files"].get(path), entry["findings"].get(path)
             if not isinstance(state, list) or not isinstance(stored, list) or not unchanged([path, *state]):
                 return None
+            if any(isinstance(note, str) and note.startswith(f"{path}: not analysed: ") for note in entry["notices"]):
+                return None  # its verdict may be a notice (report/syntax.py: syntax not judged here): asked again
             return tuple(finding_from_json(item) for item in stored if item.get("code") == CODE)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
@@ -293,6 +296,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     tasks: list[tuple[int, list[int], int]] = []  # (plan token, program numbers, size)
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (token, number) -> (root, program key)
     broken: dict[str, tuple[Finding, ...]] = {}  # path -> its invalid-syntax entries (report/syntax.py)
+    unjudged: dict[str, tuple[str, ...]] = {}  # path -> notices of syntax that cannot be judged here
     try:
         for group_config, group in groups:
             sources: dict[str, DecodedFile] = {}
@@ -307,7 +311,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
             for path, source in sources.items():  # ruff reports every file that does not parse
                 kept = programs.syntax(plan.root, os.path.abspath(path)) if programs is not None else None
                 if kept is None:
-                    _SYNTAX.append((path, source.text, source.notebook))
+                    _SYNTAX.append((path, source.text, source.notebook, plan.resolver))
                 elif kept:
                     broken[path] = kept
             token = len(_PLANS)
@@ -335,7 +339,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     try:
         for token, number, results in _solve_tasks(tasks, None, workers, jobs, len(paths), forkable):
             if token == SYNTAX_TASK:
-                broken.update((result.path, result.findings) for result in results)
+                _syntax_results(results, broken, unjudged)
                 continue
             for result in results:
                 found[result.path] = result
@@ -345,7 +349,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
         for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks]):
             if token == SYNTAX_TASK:
-                broken.update((result.path, result.findings) for result in results)
+                _syntax_results(results, broken, unjudged)
             else:
                 found.update((result.path, result) for result in results)
     finally:
@@ -353,7 +357,17 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         _SYNTAX.clear()
     for path, entries in broken.items():
         found[path] = replace(found[path], findings=tuple(sorted(found[path].findings + entries, key=sort_key)))
+    for path, notes in unjudged.items():
+        found[path] = replace(found[path], analysis_notices=tuple(dict.fromkeys(found[path].analysis_notices + notes)))
     return [found[path] for path in paths]
+
+
+def _syntax_results(results: list[FileResult], broken: dict, unjudged: dict) -> None:
+    for result in results:
+        if result.findings:
+            broken[result.path] = result.findings
+        if result.analysis_notices:
+            unjudged[result.path] = result.analysis_notices
 
 
 def _syntax_tasks() -> list[tuple[int, list[int], int]]:
@@ -361,7 +375,7 @@ def _syntax_tasks() -> list[tuple[int, list[int], int]]:
     the character), spread over the workers with the programs."""
     tasks = []
     start, size = 0, 0
-    for index, (_, text, _) in enumerate(_SYNTAX):
+    for index, (_, text, _, _) in enumerate(_SYNTAX):
         size += len(text)
         if size >= SYNTAX_TASK_CHARS or index == len(_SYNTAX) - 1:
             tasks.append((SYNTAX_TASK, [start, index + 1], 1))
@@ -370,16 +384,16 @@ def _syntax_tasks() -> list[tuple[int, list[int], int]]:
 
 
 def _check_syntax(start: int, end: int) -> list[FileResult]:
-    from fabric_lsp.report.syntax import syntax_findings
+    from fabric_lsp.report.syntax import syntax_report
 
     found = []
-    for path, text, notebook in _SYNTAX[start:end]:
+    for path, text, notebook, resolver in _SYNTAX[start:end]:
         try:
-            entries = syntax_findings(os.path.abspath(path), text, notebook)
+            entries, notes = syntax_report(os.path.abspath(path), text, notebook, lambda: resolver.library_path)
         except Exception:  # a parser bug must not lose the run: the analysis says what it could not read
-            entries = ()
-        if entries:
-            found.append(FileResult(path, findings=entries))
+            entries, notes = (), ()
+        if entries or notes:
+            found.append(FileResult(path, findings=entries, analysis_notices=notes))
     return found
 
 
@@ -470,6 +484,7 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
     if cache is None:
         return check_files(paths, config, jobs)
     caches = cache if isinstance(cache, CacheSet) else _OneCache(cache)
+    from fabric_lsp.analysis.compat import requires_python
     from fabric_lsp.analysis.workspace import choose_interpreter
     from fabric_lsp.engine import project_files, project_root_for
 
@@ -483,7 +498,8 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
             continue
         root = project_root_for(group[0], group_config.root, group_config.fallback_root)
         chosen = choose_interpreter(root, group_config.python, group_config.trusted)
-        interpreter = interpreter_fingerprint(chosen.python, chosen.runnable)
+        # The project's requires-python too: it decides which syntax is judged (analysis/compat.py).
+        interpreter = f"{interpreter_fingerprint(chosen.python, chosen.runnable)}:{requires_python(root)}"
         files = project_files(root, group_config, group)
         found = group_cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
         if found is not None:
@@ -1043,11 +1059,14 @@ def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = T
     incremental.forget(source.path)
     findings = list(found.get(source.path, ()))
     try:
-        from fabric_lsp.report.syntax import syntax_findings, without_syntax_notices
+        from fabric_lsp.engine import workspace_for
+        from fabric_lsp.report.syntax import syntax_report, without_syntax_notices
     except ImportError:  # pragma: no cover - shipped together
         entries: tuple = ()
     else:
-        entries = syntax_findings(source.path, source.text, source.notebook)
+        entries, unjudged = syntax_report(source.path, source.text, source.notebook,
+                                          lambda: workspace_for(config, source.path).library_path)
+        notes = list(notes) + list(unjudged)
         if entries:
             notes = without_syntax_notices(notes, {source.path})
     if say:

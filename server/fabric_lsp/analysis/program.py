@@ -444,6 +444,18 @@ class Program:
         return self.sources.get(path) or self.external_source(path)
 
 
+def _not_parsed(path: str, text: str, source: SourceFile, resolver: Resolver) -> str:
+    """Why a file is not analysed: its syntax error, or (report/syntax.py says the same, and reports
+    no invalid-syntax entry) that its target is newer than any syntax fabric-lsp knows."""
+    from fabric_lsp.analysis.compat import target_version
+
+    if source.syntax_error and source.syntax_error.startswith(("SyntaxError", "IndentationError", "TabError")):
+        target = target_version(path, lambda: resolver.library_path)
+        if not target.judged:
+            return target.unknown_syntax()
+    return _in_cells(path, text, source.syntax_error)
+
+
 def _in_cells(path: str, text: str, message: str) -> str:
     """A syntax error's "line N" of a notebook's joined cells as "cell C, line L"."""
     layout = layout_of(text) if is_notebook_path(path) else None
@@ -653,7 +665,7 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
         # The checked files are parsed as the engine's own (analysis.incremental: in-place shifts).
         source = parse_text(path, entry.text, checked=path in checked_set)
         if source.tree is None:
-            notices.append(f"{path}: not analysed: {_in_cells(path, entry.text, source.syntax_error)}")
+            notices.append(f"{path}: not analysed: {_not_parsed(path, entry.text, source, resolver)}")
             continue
         if source.newer_syntax:
             notices.append(f"{path}: {source.newer_syntax}")
