@@ -44,7 +44,7 @@ sys.path.insert(0, str(SCRIPTS))
 from library_tables import DISTRIBUTIONS, LIBRARIES  # noqa: E402
 
 # The environment of each describing process: nothing from a hub (and no cache of the user's: a
-# fresh HF_HOME), no GPU, one thread per process, stable hashing.
+# fresh HF_HOME), no GPU, one thread per process.
 WORKER_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
@@ -55,12 +55,15 @@ WORKER_ENV = {
     "CUDA_VISIBLE_DEVICES": "",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
-    "PYTHONHASHSEED": "0",
     "PYTHONWARNINGS": "ignore",
     "TRANSFORMERS_VERBOSITY": "error",
     "DIFFUSERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
 }
+
+
+# Most CPU time first (about 14, 13, 9, 7, 6, 5 and 5 s on this project's 2-core machine).
+SCHEDULE = ["timm", "transformers", "diffusers", "sentence_transformers", "peft", "torchvision", "open_clip"]
 
 
 def build_table(library: str) -> dict:
@@ -123,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         args.output.write_text(render(build_table(args.worker)), encoding="utf-8")
         return 0
 
-    # transformers first: it takes longest, the others share the second process slot
-    libraries = args.library or list(LIBRARIES)
+    libraries = list(dict.fromkeys(args.library or LIBRARIES))
+    # the longest first, so that two process slots finish together
+    libraries.sort(key=lambda library: (SCHEDULE.index(library), library))
     failed = False
     stale = []
     with tempfile.TemporaryDirectory(prefix="fabric-lsp-tables-") as scratch:

@@ -97,11 +97,12 @@ NOTES: dict[str, str] = {
         "literal is cut at the first such character, e.g. timm's 'resnet18.a1_in1k'), 'otherwise' for "
         "any other value; {'tuple': {'0': spec}} a tuple whose listed elements are described; "
         "'keyword_overrides': {keyword: spec} the result instead when that keyword is passed with a "
-        "value other than False/None (timm's features_only=True, transformers' trust_remote_code=True)"
+        "value other than False/None (timm's features_only=True, transformers' trust_remote_code=True), "
+        "{'keyword=False': spec} when it is passed as False (open_clip's return_transform=False)"
     ),
     "generated_by": (
         "the command that wrote this file; run it with the pinned libraries of requirements/libs.txt "
-        "(make .venv-libs)"
+        "(make libs)"
     ),
 }
 
