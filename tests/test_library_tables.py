@@ -153,11 +153,16 @@ def test_rotary_embedding_is_unresettable_and_listed_in_llama():
     rotary = libraries.library_class(LLAMA_ROTARY)
     assert rotary.owns_tensors == "always" and not rotary.has_reset_parameters
     llama = libraries.library_class(LLAMA_LM)
-    entries = {(entry.path, entry.cls) for entry in llama.unresettable}
-    assert ("model.rotary_emb", LLAMA_ROTARY) in entries
-    vit = libraries.library_class(TIMM_VIT)
-    assert vit.unresettable[0].path == "" and vit.unresettable[0].cls == TIMM_VIT  # cls_token, pos_embed
-    assert ("", OPEN_CLIP) in {(entry.path, entry.cls) for entry in libraries.library_class(OPEN_CLIP).unresettable}
+    entries = {entry.path: entry for entry in llama.unresettable}
+    assert entries["model.rotary_emb"].cls == LLAMA_ROTARY
+    assert "inv_freq" in entries["model.rotary_emb"].tensors
+    vit = libraries.library_class(TIMM_VIT).unresettable[0]
+    assert (vit.path, vit.cls) == ("", TIMM_VIT)
+    assert {"cls_token", "pos_embed"} <= set(vit.tensors)
+    clip = {entry.path: entry for entry in libraries.library_class(OPEN_CLIP).unresettable}
+    assert clip[""].cls == OPEN_CLIP and "logit_scale" in clip[""].tensors
+    hf_clip = {entry.path: entry for entry in libraries.library_class("transformers.CLIPModel").unresettable}
+    assert "logit_scale" in hf_clip[""].tensors
 
 
 def test_factories():

@@ -71,8 +71,8 @@ NOTES: dict[str, str] = {
     ),
     "unresettable": (
         "for each model class built as the root of a model: the modules of that model (path from the "
-        "root, '' is the root itself; class) that own tensors directly and have no reset_parameters, "
-        "in module order. Built on the meta device (fabric.init_module(empty_init=True) under FSDP, or "
+        "root, '' is the root itself; class; tensors: the names of the parameters, then buffers, it "
+        "owns directly) that own tensors directly and have no reset_parameters, in module order. Built on the meta device (fabric.init_module(empty_init=True) under FSDP, or "
         "torch.device('meta')), lightning.fabric.utilities.init._materialize_meta_tensors raises "
         "TypeError 'Materialization requires that the `X.reset_parameters` method is implemented' at "
         "the first of them; FSDP raises AttributeError on reset_parameters; ModelParallelStrategy warns "
@@ -189,7 +189,9 @@ class LibraryTables:
             owns = owns_tensors(module)
             self._ownership.setdefault(qualname(cls), set()).add(owns)
             if owns and not hasattr(module, "reset_parameters"):
-                unresettable.append({"path": path, "class": qualname(cls)})
+                tensors = [name for name, _ in module.named_parameters(recurse=False)]
+                tensors += [name for name, _ in module.named_buffers(recurse=False)]
+                unresettable.append({"path": path, "class": qualname(cls), "tensors": tensors})
             self._check_properties(module)
         if root:
             self.add_class(type(model))

@@ -63,6 +63,7 @@ class UnresettableModule:
 
     path: str  # from the root, "" is the root itself ("model.rotary_emb")
     cls: str
+    tensors: tuple[str, ...]  # the parameters, then buffers, it owns directly ("inv_freq", ...)
 
 
 @dataclass(frozen=True)
@@ -436,7 +437,10 @@ def _validate_class(library: str, name: str, entry: Any) -> None:
     _require(
         isinstance(unresettable, list)
         and all(
-            isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("class"), str)
+            isinstance(item, dict)
+            and isinstance(item.get("path"), str)
+            and isinstance(item.get("class"), str)
+            and _is_str_list(item.get("tensors"))
             for item in unresettable
         ),
         library,
@@ -472,7 +476,10 @@ def _class_facts(library: str, name: str, entry: Mapping[str, Any]) -> LibraryCl
         custom_getattr=entry.get("custom_getattr", False),
         unresettable=None
         if unresettable is None
-        else tuple(UnresettableModule(path=item["path"], cls=item["class"]) for item in unresettable),
+        else tuple(
+            UnresettableModule(path=item["path"], cls=item["class"], tensors=tuple(item["tensors"]))
+            for item in unresettable
+        ),
     )
 
 
