@@ -88,10 +88,14 @@ def test_public_spellings_resolve_to_the_defining_name():
         "transformers.models.auto.modeling_auto.AutoModelForCausalLM"
     )
     assert libraries.canonical("timm.create_model") == "timm.models._factory.create_model"
-    assert libraries.canonical("open_clip.create_model_and_transforms") == "open_clip.factory.create_model_and_transforms"
+    assert libraries.canonical("open_clip.create_model_and_transforms") == (
+        "open_clip.factory.create_model_and_transforms"
+    )
     assert libraries.canonical("torchvision.models.resnet18") == "torchvision.models.resnet.resnet18"
     assert libraries.canonical("peft.get_peft_model") == "peft.mapping_func.get_peft_model"
-    assert libraries.canonical("diffusers.AutoencoderKL") == "diffusers.models.autoencoders.autoencoder_kl.AutoencoderKL"
+    assert libraries.canonical("diffusers.AutoencoderKL") == (
+        "diffusers.models.autoencoders.autoencoder_kl.AutoencoderKL"
+    )
     assert libraries.canonical("transformers.GPT2Config") == "transformers.models.gpt2.configuration_gpt2.GPT2Config"
     assert libraries.canonical("transformers.NoSuchModel") is None
 

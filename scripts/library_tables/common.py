@@ -72,7 +72,8 @@ NOTES: dict[str, str] = {
     "unresettable": (
         "for each model class built as the root of a model: the modules of that model (path from the "
         "root, '' is the root itself; class; tensors: the names of the parameters, then buffers, it "
-        "owns directly) that own tensors directly and have no reset_parameters, in module order. Built on the meta device (fabric.init_module(empty_init=True) under FSDP, or "
+        "owns directly) that own tensors directly and have no reset_parameters, in module order. "
+        "Built on the meta device (fabric.init_module(empty_init=True) under FSDP, or "
         "torch.device('meta')), lightning.fabric.utilities.init._materialize_meta_tensors raises "
         "TypeError 'Materialization requires that the `X.reset_parameters` method is implemented' at "
         "the first of them; FSDP raises AttributeError on reset_parameters; ModelParallelStrategy warns "
@@ -355,7 +356,8 @@ class LibraryTables:
                 entry["has_reset_parameters"] = True
             ownership = self._ownership.get(name)
             if ownership is not None:
-                entry["owns_tensors"] = "depends" if len(ownership) > 1 else ("always" if True in ownership else "never")
+                owns = "always" if ownership == {True} else "never" if ownership == {False} else "depends"
+                entry["owns_tensors"] = owns
             if verdicts.get(name):
                 entry["runs_module"] = verdicts[name]
             if name in self._unresettable:
@@ -459,7 +461,11 @@ def _submodule_attributes(cls: type) -> set[str]:
             if not isinstance(statement, ast.Assign) or not _creates_module(statement.value, namespace):
                 continue
             for target in statement.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     names.add(target.attr)
     return names
 

@@ -45,7 +45,9 @@ def _classes_by_name() -> dict[str, type]:
             except _Captured as captured:
                 found[model_name] = captured.model_class
                 continue
-            raise RuntimeError(f"open_clip.create_model({model_name!r}) did not instantiate CLIP, CustomTextCLIP or CoCa")
+            raise RuntimeError(
+                f"open_clip.create_model({model_name!r}) did not instantiate CLIP, CustomTextCLIP or CoCa"
+            )
     finally:
         for name, model_class in originals.items():
             setattr(factory, name, model_class)
@@ -101,9 +103,13 @@ def describe(tables: LibraryTables) -> None:
         tables.observe(model, "encode_image", lambda m: m(image), "encode_image(image)")
         tables.observe(model, "encode_text", lambda m: m(text), "encode_text(text)")
         tables.observe(model, "get_logits", lambda m: m(image, text), "get_logits(image, text)", optional=True)
-        tables.observe(model, "forward_intermediates", lambda m: m(image, text), "forward_intermediates(image, text)", optional=True)
+        tables.observe(
+            model, "forward_intermediates", lambda m: m(image, text), "forward_intermediates(image, text)", optional=True
+        )
         tables.observe(model, "no_weight_decay", lambda m: m(), "no_weight_decay()", optional=True)
-        tables.observe(model, "set_grad_checkpointing", lambda m: m(True), "set_grad_checkpointing(True)", optional=True)
+        tables.observe(
+            model, "set_grad_checkpointing", lambda m: m(True), "set_grad_checkpointing(True)", optional=True
+        )
         if model_class is open_clip.CoCa:
             # CoCa.generate asserts that transformers has BeamSearchScorer, which transformers 5 removed:
             # with the pinned versions it raises AssertionError before running anything; decided by reading

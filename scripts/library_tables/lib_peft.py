@@ -23,6 +23,9 @@ BERT = {
 }
 
 
+GENERATE = "generate(input_ids=input_ids, max_new_tokens=2, do_sample=False)"
+
+
 def _quietly(call: Any) -> Any:
     with contextlib.redirect_stdout(io.StringIO()):
         return call()
@@ -63,7 +66,8 @@ def describe(tables: LibraryTables) -> None:
     tables.add_factory(None, {"candidates": every_peft_model}, key=f"{peft_model}.from_pretrained")
     for name in dir(peft):
         auto_class = getattr(peft, name)
-        if isinstance(auto_class, type) and issubclass(auto_class, _BaseAutoPeftModel) and auto_class._target_peft_class:
+        is_auto = isinstance(auto_class, type) and issubclass(auto_class, _BaseAutoPeftModel)
+        if is_auto and auto_class._target_peft_class:
             tables.add_class(auto_class)
             target = auto_class._target_peft_class
             spec = {"candidates": every_peft_model} if target is peft.PeftModel else {"instance": qualname(target)}
@@ -74,12 +78,12 @@ def describe(tables: LibraryTables) -> None:
         (
             lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA)),
             {"task_type": "CAUSAL_LM", "target_modules": ["q_proj", "v_proj"]},
-            [("generate", lambda m: m(input_ids=ids, max_new_tokens=2, do_sample=False), "generate(input_ids=input_ids, max_new_tokens=2)")],
+            [("generate", lambda m: m(input_ids=ids, max_new_tokens=2, do_sample=False), GENERATE)],
         ),
         (
             lambda: transformers.T5ForConditionalGeneration(transformers.T5Config(**T5)),
             {"task_type": "SEQ_2_SEQ_LM", "target_modules": ["q", "v"]},
-            [("generate", lambda m: m(input_ids=ids, max_new_tokens=2, do_sample=False), "generate(input_ids=input_ids, max_new_tokens=2)")],
+            [("generate", lambda m: m(input_ids=ids, max_new_tokens=2, do_sample=False), GENERATE)],
         ),
         (
             lambda: transformers.BertForSequenceClassification(transformers.BertConfig(**BERT)),

@@ -125,7 +125,9 @@ def describe(tables: LibraryTables) -> None:
         with torch.device(device):
             model = timm.create_model(name, pretrained=False, num_classes=10, **kwargs).eval()
         if type(model) is not by_name[name]:
-            raise RuntimeError(f"{name} built a {qualname(type(model))}, the registry capture said {qualname(by_name[name])}")
+            raise RuntimeError(
+                f"{name} built a {qualname(type(model))}, the registry capture said {qualname(by_name[name])}"
+            )
         if type(model) in built:
             raise RuntimeError(f"{name}: {qualname(type(model))} is built twice")
         built.add(type(model))

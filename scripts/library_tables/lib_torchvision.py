@@ -18,7 +18,8 @@ BUILDS: list[tuple[str, dict[str, Any], tuple[int, ...] | None, str]] = [
     ("swin_t", {}, (1, 3, 224, 224), "meta"),
     ("convnext_tiny", {}, (1, 3, 224, 224), "meta"),
     ("efficientnet_b0", {}, (1, 3, 224, 224), "meta"),
-    ("regnet_y_400mf", {"num_classes": 10}, (1, 3, 32, 32), "cpu"),  # its builder computes widths with tensors: not on meta
+    # its builder computes the block widths with tensors: not on the meta device
+    ("regnet_y_400mf", {"num_classes": 10}, (1, 3, 32, 32), "cpu"),
     ("densenet121", {}, (1, 3, 224, 224), "meta"),
     ("maxvit_t", {}, (1, 3, 224, 224), "meta"),
     ("vgg11", {}, (1, 3, 224, 224), "meta"),

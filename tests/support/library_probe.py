@@ -47,7 +47,8 @@ def gpt2():
 def auto_gpt2():
     from transformers import AutoModelForCausalLM, GPT2Config
 
-    return AutoModelForCausalLM.from_config(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, pad_token_id=0))
+    config = GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, pad_token_id=0)
+    return AutoModelForCausalLM.from_config(config)
 
 
 def llama():
@@ -152,7 +153,8 @@ def main() -> None:
         torch.manual_seed(0)
         wrapped = fabric.setup(sentence_transformer(folder))
         record("fab001", "sentence_transformers-encode", lambda: wrapped.encode(["hello world"]))
-        record("fab001", "sentence_transformers-save_pretrained", lambda: wrapped.save_pretrained(os.path.join(folder, "out")))
+        save = os.path.join(folder, "out")
+        record("fab001", "sentence_transformers-save_pretrained", lambda: wrapped.save_pretrained(save))
 
     for case, build in FAB002_CASES.items():
         with torch.device("meta"):

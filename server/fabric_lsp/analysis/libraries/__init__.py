@@ -8,7 +8,7 @@ a library's file is read, validated and cached on the first question about a nam
 so nothing is loaded while no library name is asked about.
 
     library_of("transformers.GPT2LMHeadModel")                      # "transformers" (nothing loaded)
-    canonical("transformers.GPT2LMHeadModel")                       # "transformers.models.gpt2.modeling_gpt2.GPT2LMHeadModel"
+    canonical("transformers.GPT2LMHeadModel")        # "transformers.models.gpt2.modeling_gpt2.GPT2LMHeadModel"
     runs_module("transformers.GPT2LMHeadModel", "generate").runs    # True (owner: GenerationMixin)
     find_attribute("timm.models.resnet.ResNet", "forward_features") # ("timm.models.resnet.ResNet", "method")
     factory("timm.create_model").by_argument.select("resnet18.a1_in1k")  # "timm.models.resnet.ResNet"
