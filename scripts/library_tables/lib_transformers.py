@@ -196,30 +196,24 @@ def _auto_classes() -> dict[str, type]:
 
 
 def _mapping_classes(auto_class: type) -> tuple[dict[str, type], list[type]]:
-    """(config class qualname -> the class from_config builds for it, every class of the mapping)."""
-    import transformers
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    """(config class qualname -> the class from_config builds for it, every class the mapping can give),
+    resolved as from_config/from_pretrained do: ``mapping[type(config)]``."""
     from transformers.utils.import_utils import DummyObject
 
     mapping = auto_class._model_mapping
     by_config: dict[str, type] = {}
     every: list[type] = []
-    for model_type, class_names in mapping._model_mapping.items():
-        names = class_names if isinstance(class_names, (list, tuple)) else (class_names,)
+    for config_class in mapping.keys():
+        found = mapping[config_class]
         # classes that need a backend the environment lacks are placeholders (DummyObject): left out
         classes = [
-            getattr(transformers, name)
-            for name in names
-            if hasattr(transformers, name) and not isinstance(getattr(transformers, name), DummyObject)
+            cls for cls in (found if isinstance(found, (list, tuple)) else (found,)) if not isinstance(cls, DummyObject)
         ]
         if not classes:
             continue
         every.extend(classes)
-        config_name = CONFIG_MAPPING_NAMES.get(model_type)
-        config_class = getattr(transformers, config_name, None) if config_name else None
-        if config_class is not None:
-            # from_config picks the first of several unless config.architectures names another
-            by_config.setdefault(qualname(config_class), classes[0])
+        # from_config picks the first of several unless config.architectures names another
+        by_config[qualname(config_class)] = classes[0]
     return by_config, every
 
 
@@ -268,8 +262,9 @@ def describe(tables: LibraryTables) -> None:
             },
             key=keys[1],
         )
-        for config in by_config:
-            tables.export(getattr(transformers, config.rpartition(".")[2]))
+        for config_class in auto_class._model_mapping.keys():
+            if qualname(config_class) in by_config:
+                tables.export(config_class)
     # A model class's own from_pretrained / _from_config return an instance of that class.
     tables.add_factory(None, {"receiver": True}, key=f"{qualname(transformers.PreTrainedModel)}.from_pretrained")
     tables.add_factory(None, {"receiver": True}, key=f"{qualname(transformers.PreTrainedModel)}._from_config")
