@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import tempfile
 from typing import Any
 
 from .common import LibraryTables, qualname
@@ -37,7 +38,7 @@ def describe(tables: LibraryTables) -> None:
     import transformers
     from peft import LoraConfig, get_peft_model
     from peft.auto import MODEL_TYPE_TO_PEFT_MODEL_MAPPING, _BaseAutoPeftModel
-    from peft.mapping import PEFT_TYPE_TO_TUNER_MAPPING
+    from peft.mapping import PEFT_TYPE_TO_CONFIG_MAPPING, PEFT_TYPE_TO_TUNER_MAPPING
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -45,7 +46,10 @@ def describe(tables: LibraryTables) -> None:
     task_classes = {task: cls for task, cls in sorted(MODEL_TYPE_TO_PEFT_MODEL_MAPPING.items())}
     for cls in (peft.PeftModel, peft.PeftMixedModel, *task_classes.values(), *PEFT_TYPE_TO_TUNER_MAPPING.values()):
         tables.add_class(cls)
+    # the task_type that get_peft_model reads: TaskType members and the configs' keyword
     tables.export(peft.TaskType)
+    for config_class in PEFT_TYPE_TO_CONFIG_MAPPING.values():
+        tables.export(config_class)
     peft_model = qualname(peft.PeftModel)
     tables.add_factory(
         get_peft_model,
@@ -102,6 +106,8 @@ def describe(tables: LibraryTables) -> None:
         tables.observe(model, "print_trainable_parameters", lambda m: _quietly(m), "print_trainable_parameters()")
         tables.observe(model, "get_nb_trainable_parameters", lambda m: m(), "get_nb_trainable_parameters()")
         tables.observe(model, "disable_adapter", lambda m: m(), "disable_adapter()")
+        with tempfile.TemporaryDirectory(prefix="fabric-lsp-tables-") as save_directory:
+            tables.observe(model, "save_pretrained", lambda m: m(save_directory), "save_pretrained(save_directory)")
         # names PeftModel forwards to its tuner (PeftModel.__getattr__ -> base_model): observed on the tuner
         tuner = model.base_model
         tables.observe(tuner, "enable_adapter_layers", lambda m: m(), "enable_adapter_layers()")
