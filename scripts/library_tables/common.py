@@ -475,7 +475,8 @@ def read_runs(
 ) -> str | None:
     """Decide from the source of ``cls.<method>`` (defined by cls) that it runs a module: the call that
     shows it (e.g. ``super().generate(...)``), or None when reading cannot tell. Calls counted:
-    ``self(...)``, ``self.forward(...)``, ``super().<method>(...)`` when the next owner's verdict is
+    ``self(...)``, ``self.forward(...)``, a local name bound to ``self.__call__``/``self.forward``,
+    ``super().<method>(...)`` when the next owner's verdict is
     that it runs, ``self.<child>(...)`` / ``self.<child>.forward|generate(...)`` on a child that an
     ``__init__`` of the MRO creates as a module, and ``self.<other>(...)`` of a method of the MRO that
     runs (by its verdict, else by reading it the same way)."""
@@ -484,12 +485,29 @@ def read_runs(
         return None
     visiting = _visiting | {method}
     submodules: set[str] | None = None
+    # local names bound to the model's own call: `model_forward = compiled if ... else self.__call__`
+    self_calls = {
+        target.id
+        for statement in ast.walk(node)
+        if isinstance(statement, ast.Assign)
+        and any(
+            isinstance(part, ast.Attribute)
+            and isinstance(part.value, ast.Name)
+            and part.value.id == "self"
+            and part.attr in ("__call__", "forward")
+            for part in ast.walk(statement.value)
+        )
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
     for call in ast.walk(node):
         if not isinstance(call, ast.Call):
             continue
         callee = call.func
         if isinstance(callee, ast.Name) and callee.id == "self":
             return "self(...)"
+        if isinstance(callee, ast.Name) and callee.id in self_calls:
+            return f"{callee.id}(...), bound to self.__call__/self.forward"
         if not isinstance(callee, ast.Attribute):
             continue
         receiver = callee.value
