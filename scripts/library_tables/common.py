@@ -319,16 +319,23 @@ class LibraryTables:
                 verdicts.setdefault(observed_on, {}).setdefault(
                     method, {"runs": runs, "how": "observed", "observed_on": observed_on, "call": call}
                 )
-        for owner, method in sorted(self._to_read):
-            if method in verdicts.get(owner, {}):
-                continue
-            found = read_runs(self.classes[owner], method, lambda cls, name: _verdict_at(verdicts, cls, name))
-            if found is not None:
+        # a reading may rest on another (super().generate of a class decided by reading): until nothing changes
+        pending = [(owner, method) for owner, method in sorted(self._to_read) if method not in verdicts.get(owner, {})]
+        while pending:
+            undecided = []
+            for owner, method in pending:
+                found = read_runs(self.classes[owner], method, lambda cls, name: _verdict_at(verdicts, cls, name))
+                if found is None:
+                    undecided.append((owner, method))
+                    continue
                 verdicts.setdefault(owner, {})[method] = {
                     "runs": True, "how": "read", "observed_on": None, "call": found,
                 }
-            else:
-                self.log.append(f"{owner}.{method}: not observed and not decided by reading")
+            if len(undecided) == len(pending):
+                break
+            pending = undecided
+        for owner, method in pending:
+            self.log.append(f"{owner}.{method}: not observed and not decided by reading")
         return verdicts
 
     def build(self) -> dict[str, Any]:
