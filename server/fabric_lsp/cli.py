@@ -1185,7 +1185,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: records: {problem}")
     for notice in records.notices:
         _say(f"{PROG}: notice: records: {notice}")
-    found = explain_query(records, query)
+    notices: list[str] = []
+    found = explain_query(records, query, notices)
+    for notice in notices:
+        _say(f"{PROG}: notice: records: {notice}")
     if not found:
         if looks_like_code(query):
             _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")

@@ -290,12 +290,13 @@ def fragment_matches(records: RecordSet, query: str) -> list[Explanation]:
     return [explanation for _, explanation in ranked if explanation.matched * 2 >= best_matched]
 
 
-def explain_query(records: RecordSet, query: str) -> list[Explanation]:
+def explain_query(records: RecordSet, query: str, notices: list[str] | None = None) -> list[Explanation]:
     """What `explain` shows for a query, best first; empty when nothing matches.
 
     A rule code or name, or a record id, gives that record alone; a message its record's
     messagePattern recognises (extra text around it is fine) gives that record alone; otherwise
-    every record a fragment matches (see the module's docstring)."""
+    every record a fragment matches (see the module's docstring). `notices` gets a line for each
+    pattern whose search ran out of steps (RecordSet.match_message)."""
     query = query.strip()
     if not query:
         return []
@@ -310,7 +311,7 @@ def explain_query(records: RecordSet, query: str) -> list[Explanation]:
     record = records.by_id(query)
     if record is not None:
         return [Explanation(record, record.code, None, f"the record id {record.id}", kind="id")]
-    match = records.match_message(query)
+    match = records.match_message(query, notices)
     if match is not None:
         where = "the record's messagePattern" if match.path is None else (
             f"the messagePattern of its path {match.path.label!r}")

@@ -37,8 +37,11 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
             return None
         query = query.strip()
         config, _ = ls.config_for(os.path.join(ls.root_path or os.getcwd(), "__explain__.py"))
-        records = ls.records_for(config)
-        found = explain_query(records, query)  # a code, a record id, a message or a fragment of one
+        records = await asyncio.get_running_loop().run_in_executor(None, ls.records_for, config)  # off the event loop
+        notices: list[str] = []
+        found = explain_query(records, query, notices)  # a code, a record id, a message or a fragment of one
+        for notice in notices:
+            log.info("records: %s", notice)
         if not found:
             ls.window_show_message(
                 types.ShowMessageParams(
