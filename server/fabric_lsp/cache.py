@@ -95,15 +95,11 @@ def interpreter_fingerprint(python: str, runnable: bool = False) -> str:
 
 
 def config_fingerprint(config: Config) -> str:
-    records = []  # extra knowledge-base records: their files, as they are now
-    for folder in config.extend_records:
-        for path in sorted(Path(folder).rglob("*")):
-            with contextlib.suppress(OSError):
-                info = path.stat()
-                records.append((str(path), info.st_size, info.st_mtime_ns))
+    # Not `extend-records`: a check never reads extension records (only explain and hover do), so
+    # they change no finding, and listing their folders cost a walk of whatever they name.
     return _digest(
         sorted(config.select), sorted(config.ignore), sorted((k, str(v.value)) for k, v in config.severity.items()),
-        config.python, list(config.extend_records), records, config.hints, config.root, config.trusted,
+        config.python, config.hints, config.root, config.trusted,
         sorted((pattern, sorted(codes)) for pattern, codes in config.per_file_ignores),
     )
 

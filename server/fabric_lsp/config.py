@@ -480,6 +480,8 @@ def load_config(
         )
     if "python" not in fields and user.python:
         fields["python"] = user.python
+    if fields.get("extend_records") and path is not None:
+        fields["extend_records"] = _consented_records(fields["extend_records"], path, user, problems)
     if overrides:
         # A bad override leaves the file's value (or the default) in force.
         override_fields, override_problems = parse_settings(
@@ -490,6 +492,19 @@ def load_config(
         fields.update(override_fields)
         problems += override_problems
     return replace(Config(), **fields), problems
+
+
+def _consented_records(folders: tuple[str, ...], path: Path, user, problems: list[str]) -> tuple[str, ...]:
+    """The record folders a settings file may name: inside its own folder, or with the user
+    config's consent (user_config.UserConfig.allows_records); the others dropped with a notice."""
+    kept = []
+    for folder in folders:
+        if user.allows_records(folder, str(path.parent)):
+            kept.append(folder)
+        else:
+            problems.append(f"fabric-lsp: notice: {path}: extend-records: {folder!r} ignored: it is outside the "
+                            f"settings file's folder; allow it in the user config (record-paths)")
+    return tuple(kept)
 
 
 def _extend(below: dict[str, Any], layer: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ its `.venv` is read as files, never executed. This file lives outside every repo
     trusted = true                  # trust every workspace: its `python` setting and its .venv may run
     trusted-paths = ["~/work"]      # trust workspaces at or under these folders only
     replace-records = true          # `extend-records` may replace built-in records (not only add)
+    record-paths = ["~/kb"]         # record folders outside a repository that its `extend-records` may name
 
 Like the project config, a bad value is reported in one line and replaced by its default.
 """
@@ -32,6 +33,7 @@ class UserConfig:
     trusted: bool = False
     trusted_paths: tuple[str, ...] = ()
     replace_records: bool = False
+    record_paths: tuple[str, ...] = ()  # real paths
 
     def trusts(self, root: str | os.PathLike[str] | None) -> bool:
         """True when the workspace at `root` may choose programs for us to run."""
@@ -44,6 +46,17 @@ class UserConfig:
             if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
                 return True
         return False
+
+
+    def allows_records(self, folder: str, settings_folder: str) -> bool:
+        """May a settings file in `settings_folder` load the records of `folder`? Inside that
+        folder (real paths: a link leading out is outside), in a trusted workspace, or at or under
+        one of `record-paths`."""
+        real = os.path.realpath(folder)
+        inside = [os.path.realpath(settings_folder), *self.record_paths]
+        if any(real == base or real.startswith(base.rstrip(os.sep) + os.sep) for base in inside):
+            return True
+        return self.trusts(settings_folder)
 
 
 def user_config_path() -> Path:
@@ -93,12 +106,12 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
                 fields[key.replace("-", "_")] = value
             else:
                 problems.append(_problem(source, key, f"expected true or false, got {value!r}"))
-        elif key == "trusted-paths":
+        elif key in ("trusted-paths", "record-paths"):
             if isinstance(value, list) and all(isinstance(item, str) and item for item in value):
-                fields["trusted_paths"] = tuple(os.path.realpath(os.path.expanduser(item)) for item in value)
+                fields[key.replace("-", "_")] = tuple(os.path.realpath(os.path.expanduser(item)) for item in value)
             else:
                 problems.append(_problem(source, key, "expected a list of folders"))
         else:
             problems.append(_problem(source, str(raw_key), "unknown key (known keys: python, trusted, "
-                                                           "trusted-paths, replace-records)"))
+                                                           "trusted-paths, replace-records, record-paths)"))
     return UserConfig(**fields), problems
