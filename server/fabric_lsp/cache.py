@@ -43,6 +43,7 @@ from typing import Any, Iterable
 
 import fabric_lsp
 from fabric_lsp.config import Config
+from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
@@ -129,30 +130,6 @@ def secret_path() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "fabric-lsp" / "secret"
-
-
-def _read_regular(name: str, dir_fd: int | None = None, limit: int = MAX_CACHE_FILE_SIZE) -> bytes:
-    """The bytes of a regular file, never through a symbolic link, never blocking on a FIFO or a
-    device, never more than `limit` bytes (OSError otherwise)."""
-    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
-    try:
-        info = os.fstat(fd)
-        if not stat_module.S_ISREG(info.st_mode):
-            raise OSError(f"{name}: not a regular file")
-        if info.st_size > limit:
-            raise OSError(f"{name}: larger than {limit} bytes")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise OSError(f"{name}: larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _check_secret(data: bytes) -> bytes:
@@ -256,7 +233,7 @@ class CacheFolder:
     def read(self, name: str) -> bytes:
         fd = self._open()
         try:
-            return _read_regular(name, fd)
+            return read_bytes(name, MAX_CACHE_FILE_SIZE, follow=False, dir_fd=fd)
         finally:
             os.close(fd)
 
@@ -345,17 +322,9 @@ MAX_HASHED_SIZE = 16 * 1024 * 1024
 def file_sha(path: str) -> str | None:
     """SHA-256 of a regular file's bytes (never opens a FIFO or a device: that could block)."""
     try:
-        with open(path, "rb", opener=_nonblocking) as handle:
-            info = os.fstat(handle.fileno())
-            if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_HASHED_SIZE:
-                return None
-            return hashlib.sha256(handle.read()).hexdigest()
+        return hashlib.sha256(read_bytes(path, MAX_HASHED_SIZE)).hexdigest()
     except OSError:
         return None
-
-
-def _nonblocking(path: str, flags: int) -> int:
-    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def stamp(path: str) -> list:

@@ -46,6 +46,7 @@ from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, in
 from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
+from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
@@ -597,7 +598,7 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
     if args.config is not None:
         config_file = Path(args.config)
         if not config_file.is_file():
-            raise UsageError(f"--config: {args.config}: no such file")
+            raise UsageError(f"--config: {args.config}: " + ("not a regular file" if config_file.exists() else "no such file"))
     return ConfigResolver(overrides, config_file=config_file, overrides_source="command line",
                           trust_workspace=args.trust_workspace, fallback_root=os.getcwd())
 
@@ -609,15 +610,9 @@ class ChangedSinceChecked(Exception):
 def file_digest(path: str, max_size: int) -> str | None:
     """SHA-256 of a regular file's bytes (None: unreadable, special or over `max_size`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return hashlib.sha256(read_bytes(path, byte_limit(path, max_size))).hexdigest()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        limit = byte_limit(path, max_size)
-        data = handle.read(limit + 1)
-    return hashlib.sha256(data).hexdigest() if len(data) <= limit else None
 
 
 def _write(path: str, text: str, encoding: str, expected_digest: str) -> None:
@@ -858,11 +853,9 @@ def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
 
     for path in files:
         try:
-            with open(path, "rb", opener=lambda name, flags: os.open(name, flags | getattr(os, "O_NONBLOCK", 0))) as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    continue
-                mentions = b"noqa" in handle.read(byte_limit(path, configs.for_path(path).max_file_size) + 1).lower()
-        except OSError:
+            limit = byte_limit(path, configs.for_path(path).max_file_size)
+            mentions = b"noqa" in read_bytes(path, limit).lower()
+        except OSError:  # unreadable, special, or too large: read_source says so where it matters
             continue
         if mentions:
             source, _ = read_source(path, configs.for_path(path).max_file_size)

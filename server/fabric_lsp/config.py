@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from fabric_lsp.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
+from fabric_lsp.files import reason as file_reason
 from fabric_lsp.findings import Severity
 from fabric_lsp.globs import GlobError, compile_glob
 from fabric_lsp.records.rules_table import RULES
@@ -390,7 +392,9 @@ def find_pyproject(start: Path) -> Path | None:
 
 def _has_table(path: Path) -> bool:
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, MAX_SETTINGS_BYTES)
+    except FileRefused:
+        return True  # a regular file we refuse to read (too large): read_table says why
     except OSError:
         return False
     if _toml is not None:
@@ -411,10 +415,11 @@ def read_table(path: Path) -> tuple[Mapping[str, Any] | None, list[str]]:
         return None, [f"fabric-lsp: config: {source}: (file): reading TOML needs Python 3.11+ or the "
                       f"tomli package; using the default"]
     try:
-        with open(path, "rb") as handle:
-            document = _toml.load(handle)
+        # O_NONBLOCK, regular files only, at most MAX_SETTINGS_BYTES: a link to /dev/zero or a FIFO
+        # gives this notice and the defaults, not a hang.
+        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except OSError as error:
-        return None, [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+        return None, [_problem(source, "(file)", f"cannot read: {file_reason(error)}")]
     except (_toml.TOMLDecodeError, UnicodeDecodeError) as error:
         return None, [_problem(source, "(file)", f"invalid TOML: {error}")]
     tool = document.get("tool")

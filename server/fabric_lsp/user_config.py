@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabric_lsp.files import MAX_SETTINGS_BYTES, read_bytes, reason
+
 ENV_PATH = "FABRIC_LSP_USER_CONFIG"
-_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,13 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
     path = path if path is not None else user_config_path()
     source = str(path)
     try:
-        if not path.is_file():
+        if not path.is_file():  # missing, or /dev/null to do without one
             return UserConfig(), []
-        if path.stat().st_size > _MAX_BYTES:
-            return UserConfig(), [_problem(source, "(file)", f"larger than {_MAX_BYTES} bytes")]
         if _toml is None:
             return UserConfig(), [_problem(source, "(file)", "reading TOML needs Python 3.11+ or tomli")]
-        document = _toml.loads(path.read_bytes().decode("utf-8"))
+        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))  # regular files only
     except OSError as error:
-        return UserConfig(), [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+        return UserConfig(), [_problem(source, "(file)", f"cannot read: {reason(error)}")]
     except (ValueError, UnicodeDecodeError) as error:  # TOMLDecodeError is a ValueError
         return UserConfig(), [_problem(source, "(file)", f"invalid TOML: {error}")]
     fields: dict[str, Any] = {"path": source}

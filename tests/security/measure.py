@@ -5,6 +5,7 @@ other work on the machine stretches. The timeout only ends a run that hangs."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -26,12 +27,22 @@ class Measured:
     timed_out: bool
 
 
+ADDRESS_SPACE_MB = 3072  # a run that reads without bound fails here instead of taking the machine's memory
+
+
+def limit_memory() -> None:
+    """preexec_fn: cap the child's address space at ADDRESS_SPACE_MB."""
+    limit = ADDRESS_SPACE_MB * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run_cli(cwd: Path, env: dict[str, str], *argv: str, timeout: float = 120.0) -> Measured:
-    """`python -m fabric_lsp ARGV` from this repository's server/, with `env`."""
+    """`python -m fabric_lsp ARGV` from this repository's server/, with `env` (address space capped)."""
     env = {**env, "PYTHONPATH": str(REPO_ROOT / "server")}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen([sys.executable, "-m", "fabric_lsp", *argv], cwd=cwd, env=env,
-                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                                   preexec_fn=limit_memory)
         expired = threading.Event()
 
         def stop() -> None:

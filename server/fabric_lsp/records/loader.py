@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import re
-import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ try:  # the stdlib's regex parser; it moved in 3.11 and the old name warns there
 except ImportError:  # Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
+from fabric_lsp.files import FileRefused, read_bytes
 from fabric_lsp.records.messages import context_from_groups, placeholders, sample_message
 from fabric_lsp.records.patterns import SEARCH_STEPS, BoundedPattern, PatternError, StepsExceeded, compile_pattern
 from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
@@ -494,18 +494,11 @@ def validate(document: Any, steps: Steps | None = None) -> tuple[dict[str, Any],
 def _read_json(path: Path) -> Any:
     """The parsed JSON of a regular, UTF-8 file of at most MAX_FILE_BYTES; RecordError(None, ...) if not."""
     try:
-        # O_NONBLOCK: a FIFO named *.json must not block the loader; only regular files are read.
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise RecordError(None, "not a regular file")
-            if info.st_size > MAX_FILE_BYTES:
-                raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
-            data = handle.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
-        text = data.decode("utf-8")
+        # O_NONBLOCK (a FIFO named *.json must not block the loader), regular files only, bounded.
+        text = read_bytes(path, MAX_FILE_BYTES).decode("utf-8")
+    except FileRefused as error:
+        message = error.reason.replace("larger than", "file larger than", 1)
+        raise RecordError(None, message) from None
     except OSError as error:
         raise RecordError(None, f"cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
