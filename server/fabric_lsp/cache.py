@@ -43,11 +43,11 @@ from typing import Any, Iterable
 
 import fabric_lsp
 from fabric_lsp.config import Config
-from fabric_lsp.files import read_bytes
+from fabric_lsp.files import read_bytes, unchanged_on_disk
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
-SCHEMA = 3  # 2: one entry per project; 3: with its programs and notices
+SCHEMA = 4  # 2: one entry per project; 3: with its programs and notices; 4: with what they read outside it
 _PACKAGE_DIR = Path(fabric_lsp.__file__).resolve().parent
 
 
@@ -420,8 +420,10 @@ class FindingsCache:
                 return None  # a file appeared or went away: another program
             if not all(unchanged([path, *state]) for path, state in stored.items()):
                 return None
+            if not unchanged_on_disk(entry["reads"].items()):
+                return None  # a module or folder outside the project that the analysis read changed
             found = {path: tuple(finding_from_json(item) for item in entry["findings"][path]) for path in paths}
-        except (KeyError, TypeError, ValueError, IndexError):
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None  # an entry of another shape: as if absent
         self.hits += 1
         return found
@@ -444,6 +446,8 @@ class FindingsCache:
             if need_edits and any(item.get("fix") is not None or item.get("alternatives")
                                   for found in stored["findings"].values() for item in found):
                 return None
+            if not unchanged_on_disk(stored["reads"].items()):
+                return None
             findings = {path: tuple(finding_from_json(item) for item in found) for path, found in stored["findings"].items()}
             notes = tuple(n for n in stored["notices"] if isinstance(n, str))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
@@ -460,9 +464,11 @@ class FindingsCache:
         return stored if isinstance(stored, dict) else None
 
     @staticmethod
-    def program_entry(findings: dict[str, Iterable[Finding]], notices: list[str]) -> dict:
+    def program_entry(findings: dict[str, Iterable[Finding]], notices: list[str], reads: dict) -> dict:
+        """A program's stored form: its findings, notices, and what it read outside the project
+        (path -> disk identity, Program.outside_reads), checked by lookup_program."""
         return {"findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
-                "notices": list(notices)}
+                "notices": list(notices), "reads": {path: list(i) if i else None for path, i in reads.items()}}
 
     def file_states(self, files: Iterable[str]) -> dict[str, list] | None:
         """[mtime_ns, size, sha256] of every file of a project about to be checked (taken before the
@@ -481,12 +487,17 @@ class FindingsCache:
         if states is None:
             return
         with self._lock:
+            programs = programs or {}  # this run's programs only: the others are stale
+            reads: dict = {}  # what any of them read outside the project (checked by lookup)
+            for program in programs.values():
+                reads.update(program.get("reads") or {})
             self.projects[root] = {
                 "interpreter": interpreter,
                 "files": states,
                 "findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
                 "notices": list(notices),
-                "programs": programs or {},  # this run's programs only: the others are stale
+                "programs": programs,
+                "reads": reads,
             }
             self.dirty = True
 

@@ -82,6 +82,9 @@ class FileResult:
     error: str | None = None  # internal error while analysing this file
     # What the analysis of the file's program says it left out ("<path>: <reason>"), shown once each.
     analysis_notices: tuple[str, ...] = ()
+    # What the analysis of its program read outside the project: (path, disk identity) pairs, which
+    # the findings cache checks on lookup (cache.py).
+    reads: tuple[tuple[str, tuple | None], ...] = ()
 
 
 def _internal_error(error: BaseException) -> str:
@@ -128,11 +131,12 @@ def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> 
             from fabric_lsp.analysis import incremental
             from fabric_lsp.engine import check_paths
 
-            found, _, notes = check_paths(texts, config, plan, numbers)
+            found, _, notes, reads = check_paths(texts, config, plan, numbers)
             notes = tuple(dict.fromkeys(notes))
+            reads = tuple(sorted(reads.items()))
             for path in texts:
                 results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
-                                           notice=warned.get(path), analysis_notices=notes)
+                                           notice=warned.get(path), analysis_notices=notes, reads=reads)
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -226,6 +230,7 @@ class ProgramResults:
             self.fresh.setdefault(root, {})[key] = FindingsCache.program_entry(
                 {os.path.abspath(r.path): r.findings for r in results},
                 sorted({note for r in results for note in r.analysis_notices}),
+                {path: identity for r in results for path, identity in r.reads},
             )
 
     def syntax(self, root: str, path: str) -> tuple[Finding, ...] | None:
@@ -469,9 +474,9 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
         group_results = [fresh[path] for path in group]
         results.update((r.path, r) for r in group_results)
         if all(r.error is None and r.notice is None for r in group_results):
+            kept = programs.fresh.get(os.path.abspath(root), {})
             group_cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
-                              sorted({note for r in group_results for note in r.analysis_notices}),
-                              programs.fresh.get(os.path.abspath(root), {}))
+                              sorted({note for r in group_results for note in r.analysis_notices}), kept)
     results.update((path, fresh[path]) for path in misses if path not in results)
     caches.save()
     return [results[path] for path in paths]
@@ -980,7 +985,7 @@ def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = T
     from fabric_lsp.analysis import incremental
     from fabric_lsp.engine import check_paths
 
-    found, _, notes = check_paths({source.path: source.text}, config)
+    found, _, notes, _ = check_paths({source.path: source.text}, config)
     incremental.forget(source.path)
     findings = list(found.get(source.path, ()))
     try:

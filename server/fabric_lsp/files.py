@@ -82,3 +82,22 @@ def read_pth_lines(path: str | os.PathLike[str]) -> list[str]:
     """The lines of a `.pth` file (at most MAX_PTH_LINES; the file at most MAX_PTH_BYTES)."""
     return read_text(path, MAX_PTH_BYTES).splitlines()[:MAX_PTH_LINES]
 
+
+def disk_identity(path: str) -> tuple[int, int, int, int] | None:
+    """What tells a file's or a folder's state: modification and change times, size, inode (None:
+    missing). A rewrite keeping the size and the modification time (`cp -p`, `rsync -t`) still
+    changes the change time."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+
+
+def unchanged_on_disk(stamps) -> bool:
+    """Whether every (path, disk_identity) pair still holds (stamps from JSON: lists or None)."""
+    for path, identity in stamps:
+        now = disk_identity(path)
+        if (None if now is None else list(now)) != (None if identity is None else list(identity)):
+            return False
+    return True

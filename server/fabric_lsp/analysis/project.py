@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.imports import LIBRARY_ROOTS
-from fabric_lsp.files import MAX_SETTINGS_BYTES, read_bytes, read_text
+from fabric_lsp.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
 
 try:
     import tomllib
@@ -168,6 +168,7 @@ class Resolver:
     inserted: dict = field(default_factory=dict)  # file -> folders it adds to sys.path by a literal
     _cache: dict = field(default_factory=dict)
     _listings: dict = field(default_factory=dict)
+    listed: dict = field(default_factory=dict)  # folder -> disk_identity when it was listed
 
     def __post_init__(self) -> None:
         self.root = os.path.abspath(self.root)
@@ -235,6 +236,7 @@ class Resolver:
     def _names(self, folder: str) -> frozenset[str]:
         names = self._listings.get(folder)
         if names is None:
+            self.listed[folder] = disk_identity(folder)  # before the listing: a change after it is seen
             try:
                 names = frozenset(os.listdir(folder))
             except OSError:
