@@ -34,6 +34,7 @@ except ImportError:  # Python 3.10
 SEARCH_STEPS = 200_000
 MAX_INSTRUCTIONS = 2_000  # a compiled program's length (counted repetitions of groups are expanded)
 MAX_PATTERN_CHARS = 4_000
+_SCAN_LIMIT = 256  # repetitions of one character up to this many are scanned where they start
 
 _MAXREPEAT = _sre_parse.MAXREPEAT
 _REPEATS = {_sre_parse.MAX_REPEAT: "greedy", _sre_parse.MIN_REPEAT: "lazy"}
@@ -405,8 +406,13 @@ class _Search:
                     pos += 1
                     pc += 1
                 elif op == _SPAN:
-                    available = self.run_lengths(a)[pos]
-                    longest = available if c == _MAXREPEAT else min(c, available)
+                    if c <= _SCAN_LIMIT:  # a short repetition: its characters are looked at where it is
+                        test, longest = self.pattern._predicates[a], 0
+                        while longest < c and pos + longest < n and test(text[pos + longest]):
+                            longest += 1
+                        self.left -= longest
+                    else:  # a long one: the runs of matching characters, found once for the text
+                        longest = min(c, self.run_lengths(a)[pos])
                     if longest < b:
                         break
                     if d == "greedy":
