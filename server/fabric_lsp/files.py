@@ -10,6 +10,9 @@ size limit (one more byte is read to see a file that grew, or a special file tha
 Links are followed unless `follow=False` (links inside a repository are legitimate: a pyproject
 linked to a shared one is read; a link to a device is refused by the regular-file test, whatever
 its path). Checked source files are read by walk.read_source in the same way, with `max-file-size`.
+
+`disk_identity` is what tells that a file or folder read outside the project is unchanged (the
+findings cache checks it: cache.py).
 """
 
 from __future__ import annotations

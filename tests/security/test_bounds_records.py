@@ -11,7 +11,6 @@ answers hover, saying once why the record was left out.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import subprocess

@@ -674,8 +674,7 @@ def _describe(path: Path, error: RecordError) -> str:
 
 def extension_files(dirs: Sequence[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
     """Each record folder with the files of it that are read (record_files; MAX_RECORD_FILES in all,
-    in the folders' order), and the problems of the folders and files left out. The findings
-    cache fingerprints exactly these (cache.config_fingerprint)."""
+    in the folders' order), and the problems of the folders and files left out."""
     found: list[tuple[Path, list[Path]]] = []
     problems: list[str] = []
     left = MAX_RECORD_FILES
