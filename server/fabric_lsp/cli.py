@@ -47,6 +47,7 @@ from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, in
 from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
+from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
@@ -113,6 +114,9 @@ class FileResult:
     error: str | None = None  # internal error while analysing this file
     # What the analysis of the file's program says it left out ("<path>: <reason>"), shown once each.
     analysis_notices: tuple[str, ...] = ()
+    # What the analysis of its program read outside the project: (path, disk identity) pairs, which
+    # the findings cache checks on lookup (cache.py).
+    reads: tuple[tuple[str, tuple | None], ...] = ()
 
 
 def _internal_error(error: BaseException) -> str:
@@ -159,11 +163,12 @@ def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> 
             from fabric_lsp.analysis import incremental
             from fabric_lsp.engine import check_paths
 
-            found, _, notes = check_paths(texts, config, plan, numbers)
+            found, _, notes, reads = check_paths(texts, config, plan, numbers)
             notes = tuple(dict.fromkeys(notes))
+            reads = tuple(sorted(reads.items()))
             for path in texts:
                 results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
-                                           notice=warned.get(path), analysis_notices=notes)
+                                           notice=warned.get(path), analysis_notices=notes, reads=reads)
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -258,6 +263,7 @@ class ProgramResults:
             self.fresh.setdefault(root, {})[key] = FindingsCache.program_entry(
                 {os.path.abspath(r.path): r.findings for r in results},
                 sorted({note for r in results for note in r.analysis_notices}),
+                {path: identity for r in results for path, identity in r.reads},
             )
 
     def syntax(self, root: str, path: str) -> tuple[Finding, ...] | None:
@@ -516,9 +522,9 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
         group_results = [fresh[path] for path in group]
         results.update((r.path, r) for r in group_results)
         if all(r.error is None and r.notice is None for r in group_results):
+            kept = programs.fresh.get(os.path.abspath(root), {})
             group_cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
-                              sorted({note for r in group_results for note in r.analysis_notices}),
-                              programs.fresh.get(os.path.abspath(root), {}))
+                              sorted({note for r in group_results for note in r.analysis_notices}), kept)
     results.update((path, fresh[path]) for path in misses if path not in results)
     caches.save()
     return [results[path] for path in paths]
@@ -645,7 +651,7 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
     if args.config is not None:
         config_file = Path(args.config)
         if not config_file.is_file():
-            raise UsageError(f"--config: {args.config}: no such file")
+            raise UsageError(f"--config: {args.config}: " + ("not a regular file" if config_file.exists() else "no such file"))
     return ConfigResolver(overrides, config_file=config_file, overrides_source="command line",
                           trust_workspace=args.trust_workspace, fallback_root=os.getcwd())
 
@@ -657,15 +663,9 @@ class ChangedSinceChecked(Exception):
 def file_digest(path: str, max_size: int) -> str | None:
     """SHA-256 of a regular file's bytes (None: unreadable, special or over `max_size`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return hashlib.sha256(read_bytes(path, byte_limit(path, max_size))).hexdigest()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        limit = byte_limit(path, max_size)
-        data = handle.read(limit + 1)
-    return hashlib.sha256(data).hexdigest() if len(data) <= limit else None
 
 
 def _write(path: str, text: str, encoding: str, expected_digest: str) -> None:
@@ -926,11 +926,9 @@ def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
 
     for path in files:
         try:
-            with open(path, "rb", opener=lambda name, flags: os.open(name, flags | getattr(os, "O_NONBLOCK", 0))) as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    continue
-                mentions = b"noqa" in handle.read(byte_limit(path, configs.for_path(path).max_file_size) + 1).lower()
-        except OSError:
+            limit = byte_limit(path, configs.for_path(path).max_file_size)
+            mentions = b"noqa" in read_bytes(path, limit).lower()
+        except OSError:  # unreadable, special, or too large: read_source says so where it matters
             continue
         if mentions:
             source, _ = read_source(path, configs.for_path(path).max_file_size)
@@ -1055,7 +1053,7 @@ def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = T
     from fabric_lsp.analysis import incremental
     from fabric_lsp.engine import check_paths
 
-    found, _, notes = check_paths({source.path: source.text}, config)
+    found, _, notes, _ = check_paths({source.path: source.text}, config)
     incremental.forget(source.path)
     findings = list(found.get(source.path, ()))
     try:
@@ -1263,7 +1261,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: records: {problem}")
     for notice in records.notices:
         _say(f"{PROG}: notice: records: {notice}")
-    found = explain_query(records, query)
+    notices: list[str] = []
+    found = explain_query(records, query, notices)
+    for notice in notices:
+        _say(f"{PROG}: notice: records: {notice}")
     if not found:
         if looks_like_code(query):
             _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")

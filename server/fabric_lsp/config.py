@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from fabric_lsp.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
+from fabric_lsp.files import reason as file_reason
 from fabric_lsp.findings import Severity
 from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
@@ -438,7 +440,9 @@ def find_pyproject(start: Path) -> Path | None:
 
 def _has_table(path: Path) -> bool:
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, MAX_SETTINGS_BYTES)
+    except FileRefused:
+        return True  # a regular file we refuse to read (too large): read_table says why
     except OSError:
         return False
     if _toml is not None:
@@ -459,10 +463,11 @@ def read_table(path: Path) -> tuple[Mapping[str, Any] | None, list[str]]:
         return None, [f"fabric-lsp: config: {source}: (file): reading TOML needs Python 3.11+ or the "
                       f"tomli package; using the default"]
     try:
-        with open(path, "rb") as handle:
-            document = _toml.load(handle)
+        # O_NONBLOCK, regular files only, at most MAX_SETTINGS_BYTES: a link to /dev/zero or a FIFO
+        # gives this notice and the defaults, not a hang.
+        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except OSError as error:
-        return None, [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+        return None, [_problem(source, "(file)", f"cannot read: {file_reason(error)}")]
     except (_toml.TOMLDecodeError, UnicodeDecodeError) as error:
         return None, [_problem(source, "(file)", f"invalid TOML: {error}")]
     tool = document.get("tool")
@@ -528,6 +533,8 @@ def load_config(
         )
     if "python" not in fields and user.python:
         fields["python"] = user.python
+    if fields.get("extend_records") and path is not None:
+        fields["extend_records"] = _consented_records(fields["extend_records"], path, user, problems)
     if overrides:
         # A bad override leaves the file's value (or the default) in force.
         override_fields, override_problems = parse_settings(
@@ -538,6 +545,19 @@ def load_config(
         fields.update(override_fields)
         problems += override_problems
     return replace(Config(), **fields), problems
+
+
+def _consented_records(folders: tuple[str, ...], path: Path, user, problems: list[str]) -> tuple[str, ...]:
+    """The record folders a settings file may name: inside its own folder, or with the user
+    config's consent (user_config.UserConfig.allows_records); the others dropped with a notice."""
+    kept = []
+    for folder in folders:
+        if user.allows_records(folder, str(path.parent)):
+            kept.append(folder)
+        else:
+            problems.append(f"fabric-lsp: notice: {path}: extend-records: {folder!r} ignored: it is outside the "
+                            f"settings file's folder; allow it in the user config (record-paths)")
+    return tuple(kept)
 
 
 def _extend(below: dict[str, Any], layer: dict[str, Any]) -> None:

@@ -25,9 +25,9 @@ folder do not hide the files of a checkout below it.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 
+from fabric_lsp.files import read_text
 from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
 from fabric_lsp.upward import owned_by_user
@@ -175,18 +175,9 @@ def parse(text: str, base: str, source: str = "") -> _Layer:
 def _read_ignore_file(path: str) -> str | None:
     """The text of a regular file (never a link, a FIFO or a device), at most MAX_IGNORE_FILE_BYTES."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        return read_text(path, MAX_IGNORE_FILE_BYTES, follow=False, prefix=True)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_IGNORE_FILE_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data.decode("utf-8", "replace")
 
 
 def global_excludes_file() -> str:

@@ -31,6 +31,7 @@ from fabric_lsp.analysis.project import (
     sys_path_literals,
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
+from fabric_lsp.files import disk_identity
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
 from fabric_lsp.findings import Position
 from fabric_lsp.notebook import is_notebook_path, layout_of
@@ -56,18 +57,12 @@ _files_lock = threading.Lock()
 _file_entries: dict[str, FileEntry] = {}
 
 
-def _disk_identity(path: str):
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
 def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry | None:
     """Text, origin flag and imports of a project file (None when unreadable or too large)."""
     text = overlays.get(path)
-    identity = ("buffer", id(text)) if text is not None else ("disk", _disk_identity(path))
+    identity = ("buffer", id(text)) if text is not None else ("disk", disk_identity(path))
     with _files_lock:
         known = _file_entries.get(path)
         if known is not None and (known.identity == identity or (text is not None and known.text == text)):
@@ -103,6 +98,7 @@ class Program:
     jedi: object = None  # workspace.Workspace, for library names (see _external_lookup)
     _jedi_asked: set = field(default_factory=set)
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
+    _external_read: dict[str, tuple | None] = field(default_factory=dict)  # path -> disk_identity before reading
     _external_static: dict = field(default_factory=dict)
     _class_bindings: dict = field(default_factory=dict)
 
@@ -218,9 +214,20 @@ class Program:
         if path in self.sources:
             return self.sources[path]
         if path not in self._external:
+            self._external_read[path] = disk_identity(path)
             source = parse_file(path) if path.endswith(".py") else None
             self._external[path] = source if source is not None and source.tree is not None else None
         return self._external[path]
+
+    def outside_reads(self) -> dict[str, tuple | None]:
+        """What the program's answer read outside the project's files, each with its disk_identity
+        from before it was read: the library modules read as text (installed, editable, inserted into
+        sys.path by a literal), and the folders listed to resolve imports outside the project. The
+        findings cache checks them (cache.py), so an edit there is never answered from the cache."""
+        found = {folder: identity for folder, identity in self.resolver.listed.items()
+                 if not self.resolver.in_project(os.path.join(folder, "_"))}
+        found.update(self._external_read)
+        return found
 
     def external_attribute(self, owner, name: str) -> frozenset:
         """What a module-level name of an external module, or a class-body name of an external class,
