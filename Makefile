@@ -4,6 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP_RUNTIME := $(VENV)/.runtime-installed
 STAMP_TEST := $(VENV)/.test-installed
+# The libraries the library tables describe (transformers, timm, ...), in a venv of their own: several
+# GB with torch's CUDA build, which torchvision from the package index needs.
+VENV_LIBS := .venv-libs
+STAMP_LIBS := $(VENV_LIBS)/.libs-installed
 
 # The VS Code extension's tests: Node packages of vscode-client/, and for the workbench end-to-end test
 # code-server run by Node 24 (both from npm, under .tools/) and Debian's Chromium.
@@ -16,7 +20,7 @@ STAMP_CODE_SERVER := $(TOOLS)/code-server/.installed-$(CODE_SERVER_VERSION)
 STAMP_CLIENT := vscode-client/node_modules/.installed
 APT_PACKAGES := chromium libkrb5-dev
 
-.PHONY: demo test clean clean-tools apt-packages vscode-tools
+.PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +33,18 @@ $(STAMP_RUNTIME): pyproject.toml | $(BIN)/python
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP_RUNTIME)
+
+$(STAMP_LIBS): requirements/libs.txt
+	$(PYTHON) -m venv $(VENV_LIBS)
+	$(VENV_LIBS)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_LIBS)/bin/python -m pip install --quiet -r requirements/libs.txt
+	touch $@
+
+libs: $(STAMP_LIBS)
+
+# Regenerate server/fabric_lsp/analysis/libraries/data/*.json from the pinned libraries.
+library-tables: $(STAMP_LIBS)
+	$(VENV_LIBS)/bin/python scripts/generate_library_tables.py
 
 # Check the bundled training scripts and show what the fixes would change.
 demo: $(STAMP_RUNTIME)
@@ -68,16 +84,20 @@ $(STAMP_CLIENT): vscode-client/package-lock.json
 vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 
 # The extension's unit tests (Node test runner), then every Python test, the VS Code workbench test included
-# (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping).
-test: $(STAMP_TEST) vscode-tools
+# (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping),
+# and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
+test: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 	cd vscode-client && npm test
-	FABRIC_LSP_REQUIRE_VSCODE=1 $(BIN)/python -m pytest -n 2 -q
+	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix
 
 clean-tools:
 	rm -rf $(TOOLS) vscode-client/node_modules
+
+clean-libs:
+	rm -rf $(VENV_LIBS)
 
 # Performance targets of issue 5, measured in one run and printed as one table (about 5 minutes;
 # inputs generated under artifacts/bench/). ruff is installed as a reference point.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 
 def pytest_configure(config):
     # Runs fixture programs under real torch/Lightning (seconds each); deselect with -m "not ground_truth".
@@ -20,3 +22,12 @@ def pytest_configure(config):
     # `check` colours its text output when FORCE_COLOR is set (report/terminal.py): the tests compare
     # plain text, so a developer's or a CI's FORCE_COLOR is not passed on (colour tests set it themselves).
     os.environ.pop("FORCE_COLOR", None)
+
+
+@pytest.fixture(scope="session")
+def precommit_hook(tmp_path_factory):
+    """The hook repository made from the working tree, with one PRE_COMMIT_HOME for the session:
+    pre-commit builds the hook's environment (20-30 s) once for every test that runs it."""
+    from support.precommit import make_hook_repository
+
+    return make_hook_repository(tmp_path_factory.mktemp("pre-commit"))

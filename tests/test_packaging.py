@@ -98,3 +98,5 @@ def test_wheel_ships_the_typing_marker_and_data(wheel):
     assert "fabric_lsp/api.py" in names
     assert any(n.startswith("fabric_lsp/records/data/") and n.endswith(".json") for n in names)
     assert "fabric_lsp/records/paths.json" in names
+    for library in ("transformers", "peft", "timm", "open_clip", "torchvision", "diffusers", "sentence_transformers"):
+        assert f"fabric_lsp/analysis/libraries/data/{library}.json" in names

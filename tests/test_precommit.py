@@ -1,12 +1,10 @@
 """The pre-commit hook (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo` (issue 14).
 
-The hook repository is the working tree as it is now (what pip needs to build the package, and the
-hook file), committed in a temporary git repository: the test does not depend on this checkout's
-git state. pre-commit builds its own virtual environment and pip-installs fabric-lsp into it from
-that repository, with the package index the environment configures (PIP_INDEX_URL and the like
-reach it). A project with a FAB001 finding fails the hook; after `fabric-lsp check --fix` it passes;
-a file matched by the project's `exclude` is not checked although pre-commit names it
-(`--force-exclude`). The run takes about a minute (the environment is built once per test).
+The hook repository is the working tree as it is now (support/precommit.py). A project with a
+FAB001 finding fails the hook; after `fabric-lsp check --fix` it passes; a file matched by the
+project's `exclude` is not checked although pre-commit names it (`--force-exclude`). try-repo builds
+the hook's environment in a store of its own at each run: this takes about a minute. The hostile
+file names and `args:` are tested in security/test_precommit_arguments.py, with one environment.
 """
 
 from __future__ import annotations
@@ -21,38 +19,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.precommit import PRE_COMMIT, ROOT, git, hook_repository
+
 CASE = ROOT / "fixtures" / "cases" / "fab001_generate_ddp_literal.py"
-PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
 FABRIC_LSP = Path(sys.executable).with_name("fabric-lsp")
-# What building the package reads (pyproject.toml's readme and license files, the package).
-PACKAGE_FILES = ["pyproject.toml", "LICENSE", "docs/pypi.md", ".pre-commit-hooks.yaml"]
-
-
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_GLOBAL": os.devnull}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
-def _hook_repository(where: Path) -> Path:
-    where.mkdir()
-    for name in PACKAGE_FILES:
-        (where / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, where / name)
-    shutil.copytree(ROOT / "server", where / "server",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-    _git(where, "init", "-q", "-b", "main")
-    _git(where, "add", "-A")
-    _git(where, "commit", "-q", "-m", "fabric-lsp")
-    return where
 
 
 def test_hook_definition():
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert [hook["id"] for hook in hooks] == ["fabric-lsp"]
     hook = hooks[0]
-    assert hook["entry"] == "fabric-lsp check --force-exclude"
+    assert hook["entry"] == "fabric-lsp check --force-exclude --"  # no file name becomes an option
     assert hook["language"] == "python"
     assert hook["types_or"] == ["python", "jupyter"]
     assert hook["require_serial"] is True
@@ -64,7 +41,7 @@ def test_hook_definition():
 
 @pytest.mark.skipif(not PRE_COMMIT.is_file(), reason="pre-commit is in the test extras: pip install -e '.[test]'")
 def test_try_repo_fails_on_a_finding_and_passes_after_fix(tmp_path):
-    hook_repo = _hook_repository(tmp_path / "hook")
+    hook_repo = hook_repository(tmp_path / "hook")
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.fabric-lsp]\nexclude = ["scratch/*"]\n')
@@ -72,9 +49,9 @@ def test_try_repo_fails_on_a_finding_and_passes_after_fix(tmp_path):
     (project / "scratch").mkdir()
     shutil.copy(CASE, project / "scratch" / "try_generate.py")  # the same finding, excluded by the project
     (project / "README.md").write_text("not Python: the hook is not run on it\n")
-    _git(project, "init", "-q", "-b", "main")
-    _git(project, "add", "-A")
-    _git(project, "commit", "-q", "-m", "a training script")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a training script")
 
     env = dict(os.environ)
     env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")  # its own cache: the environment is built here

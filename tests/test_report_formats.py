@@ -304,13 +304,13 @@ def test_an_unchanged_file_is_not_parsed_again_after_another_file_changed(tmp_pa
     from fabric_lsp.cli import main
 
     parsed: list[str] = []
-    original = syntax.syntax_findings
+    original = syntax.syntax_report
 
-    def counting(path, text, notebook=None):
+    def counting(path, text, notebook=None, library_path=None):
         parsed.append(Path(path).name)
-        return original(path, text, notebook)
+        return original(path, text, notebook, library_path)
 
-    monkeypatch.setattr(syntax, "syntax_findings", counting)
+    monkeypatch.setattr(syntax, "syntax_report", counting)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     for name in ("a.py", "b.py", "c.py"):

@@ -43,10 +43,11 @@ from typing import Any, Iterable
 
 import fabric_lsp
 from fabric_lsp.config import Config
+from fabric_lsp.files import read_bytes, unchanged_on_disk
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
-SCHEMA = 3  # 2: one entry per project; 3: with its programs and notices
+SCHEMA = 4  # 2: one entry per project; 3: with its programs and notices; 4: with what they read outside it
 _PACKAGE_DIR = Path(fabric_lsp.__file__).resolve().parent
 
 
@@ -95,15 +96,11 @@ def interpreter_fingerprint(python: str, runnable: bool = False) -> str:
 
 
 def config_fingerprint(config: Config) -> str:
-    records = []  # extra knowledge-base records: their files, as they are now
-    for folder in config.extend_records:
-        for path in sorted(Path(folder).rglob("*")):
-            with contextlib.suppress(OSError):
-                info = path.stat()
-                records.append((str(path), info.st_size, info.st_mtime_ns))
+    # Not `extend-records`: a check never reads extension records (only explain and hover do), so
+    # they change no finding, and listing their folders cost a walk of whatever they name.
     return _digest(
         sorted(config.select), sorted(config.ignore), sorted((k, str(v.value)) for k, v in config.severity.items()),
-        config.python, list(config.extend_records), records, config.hints, config.root, config.trusted,
+        config.python, config.hints, config.root, config.trusted,
         sorted((pattern, sorted(codes)) for pattern, codes in config.per_file_ignores),
     )
 
@@ -133,30 +130,6 @@ def secret_path() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "fabric-lsp" / "secret"
-
-
-def _read_regular(name: str, dir_fd: int | None = None, limit: int = MAX_CACHE_FILE_SIZE) -> bytes:
-    """The bytes of a regular file, never through a symbolic link, never blocking on a FIFO or a
-    device, never more than `limit` bytes (OSError otherwise)."""
-    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
-    try:
-        info = os.fstat(fd)
-        if not stat_module.S_ISREG(info.st_mode):
-            raise OSError(f"{name}: not a regular file")
-        if info.st_size > limit:
-            raise OSError(f"{name}: larger than {limit} bytes")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise OSError(f"{name}: larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _check_secret(data: bytes) -> bytes:
@@ -260,7 +233,7 @@ class CacheFolder:
     def read(self, name: str) -> bytes:
         fd = self._open()
         try:
-            return _read_regular(name, fd)
+            return read_bytes(name, MAX_CACHE_FILE_SIZE, follow=False, dir_fd=fd)
         finally:
             os.close(fd)
 
@@ -349,17 +322,9 @@ MAX_HASHED_SIZE = 16 * 1024 * 1024
 def file_sha(path: str) -> str | None:
     """SHA-256 of a regular file's bytes (never opens a FIFO or a device: that could block)."""
     try:
-        with open(path, "rb", opener=_nonblocking) as handle:
-            info = os.fstat(handle.fileno())
-            if not stat_module.S_ISREG(info.st_mode) or info.st_size > MAX_HASHED_SIZE:
-                return None
-            return hashlib.sha256(handle.read()).hexdigest()
+        return hashlib.sha256(read_bytes(path, MAX_HASHED_SIZE)).hexdigest()
     except OSError:
         return None
-
-
-def _nonblocking(path: str, flags: int) -> int:
-    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def stamp(path: str) -> list:
@@ -455,8 +420,10 @@ class FindingsCache:
                 return None  # a file appeared or went away: another program
             if not all(unchanged([path, *state]) for path, state in stored.items()):
                 return None
+            if not unchanged_on_disk(entry["reads"].items()):
+                return None  # a module or folder outside the project that the analysis read changed
             found = {path: tuple(finding_from_json(item) for item in entry["findings"][path]) for path in paths}
-        except (KeyError, TypeError, ValueError, IndexError):
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None  # an entry of another shape: as if absent
         self.hits += 1
         return found
@@ -479,6 +446,8 @@ class FindingsCache:
             if need_edits and any(item.get("fix") is not None or item.get("alternatives")
                                   for found in stored["findings"].values() for item in found):
                 return None
+            if not unchanged_on_disk(stored["reads"].items()):
+                return None
             findings = {path: tuple(finding_from_json(item) for item in found) for path, found in stored["findings"].items()}
             notes = tuple(n for n in stored["notices"] if isinstance(n, str))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
@@ -495,9 +464,11 @@ class FindingsCache:
         return stored if isinstance(stored, dict) else None
 
     @staticmethod
-    def program_entry(findings: dict[str, Iterable[Finding]], notices: list[str]) -> dict:
+    def program_entry(findings: dict[str, Iterable[Finding]], notices: list[str], reads: dict) -> dict:
+        """A program's stored form: its findings, notices, and what it read outside the project
+        (path -> disk identity, Program.outside_reads), checked by lookup_program."""
         return {"findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
-                "notices": list(notices)}
+                "notices": list(notices), "reads": {path: list(i) if i else None for path, i in reads.items()}}
 
     def file_states(self, files: Iterable[str]) -> dict[str, list] | None:
         """[mtime_ns, size, sha256] of every file of a project about to be checked (taken before the
@@ -516,12 +487,17 @@ class FindingsCache:
         if states is None:
             return
         with self._lock:
+            programs = programs or {}  # this run's programs only: the others are stale
+            reads: dict = {}  # what any of them read outside the project (checked by lookup)
+            for program in programs.values():
+                reads.update(program.get("reads") or {})
             self.projects[root] = {
                 "interpreter": interpreter,
                 "files": states,
                 "findings": {path: [finding_to_json(f) for f in found] for path, found in findings.items()},
                 "notices": list(notices),
-                "programs": programs or {},  # this run's programs only: the others are stale
+                "programs": programs,
+                "reads": reads,
             }
             self.dirty = True
 

@@ -27,6 +27,7 @@ import ipaddress
 import logging
 import multiprocessing
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -46,12 +47,13 @@ from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, in
 from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
+from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
-from fabric_lsp.report.escape import escape_lines
+from fabric_lsp.report.escape import escape_line, escape_lines
 from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
 PROG = "fabric-lsp"
@@ -65,8 +67,39 @@ class UsageError(Exception):
 
 
 def _say(message: str) -> None:
-    # Notices carry file names and source text: no raw control character reaches the terminal.
-    print(escape_lines(message), file=sys.stderr, flush=True)
+    """One line on stderr. Notices carry file names and source text: no raw control character
+    reaches the terminal, and no line break from a name starts a line of its own (report/escape.py)."""
+    print(escape_line(message), file=sys.stderr, flush=True)
+
+
+def _say_error(where: str, error: str) -> None:
+    """`fabric-lsp: error: <where>: <error>`; the lines after the first of an internal error (its
+    traceback with FABRIC_LSP_DEBUG, made by _traceback_lines) one notice line each."""
+    first, *rest = error.rstrip().split("\n")
+    _say(f"{PROG}: error: {where}: {first}")
+    for line in rest:
+        _say(line)
+
+
+def _traceback_lines(error: BaseException) -> list[str]:
+    """The traceback of `error`, one string per line (frames of fabric-lsp's and its libraries'
+    code); the exception's own text, which may hold a file name, is one escaped line."""
+    found = traceback.TracebackException.from_exception(error)
+    lines = ["Traceback (most recent call last):"]
+    for frame in found.stack.format():
+        lines.extend(frame.rstrip("\n").split("\n"))
+    lines.append(escape_line("".join(found.format_exception_only()).rstrip("\n")))
+    return lines
+
+
+class _NoticeHandler(logging.Handler):
+    """The library's log warnings (`cannot read sys.path of ...`) as `fabric-lsp: notice:` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _say(f"{PROG}: notice: {record.getMessage()}")
+        except Exception:  # a log line must never end the run
+            self.handleError(record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,14 +114,17 @@ class FileResult:
     error: str | None = None  # internal error while analysing this file
     # What the analysis of the file's program says it left out ("<path>: <reason>"), shown once each.
     analysis_notices: tuple[str, ...] = ()
+    # What the analysis of its program read outside the project: (path, disk identity) pairs, which
+    # the findings cache checks on lookup (cache.py).
+    reads: tuple[tuple[str, tuple | None], ...] = ()
 
 
 def _internal_error(error: BaseException) -> str:
     """One line for the user; the traceback only when FABRIC_LSP_DEBUG is set (it is a bug report)."""
-    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    detail = escape_line("".join(traceback.format_exception_only(type(error), error)).strip())
     message = f"internal error while checking: {detail}"
     if os.environ.get("FABRIC_LSP_DEBUG"):
-        message += "\n" + traceback.format_exc()
+        message += "\n" + "\n".join(_traceback_lines(error))
     else:
         message += " (set FABRIC_LSP_DEBUG=1 to see where)"
     return message
@@ -127,11 +163,12 @@ def check_project(paths: list[str], config: Config, plan=None, numbers=None) -> 
             from fabric_lsp.analysis import incremental
             from fabric_lsp.engine import check_paths
 
-            found, _, notes = check_paths(texts, config, plan, numbers)
+            found, _, notes, reads = check_paths(texts, config, plan, numbers)
             notes = tuple(dict.fromkeys(notes))
+            reads = tuple(sorted(reads.items()))
             for path in texts:
                 results[path] = FileResult(path, findings=tuple(found.get(os.path.abspath(path), ())),
-                                           notice=warned.get(path), analysis_notices=notes)
+                                           notice=warned.get(path), analysis_notices=notes, reads=reads)
             for path in texts:
                 incremental.forget(os.path.abspath(path))  # checked once: its tree need not stay in memory
         except Exception as error:  # one project's crash must not lose the others' results
@@ -174,9 +211,10 @@ def _project_root(config: Config | ConfigResolver, path: str) -> str:
 
 # Plans made by the parent process, read by forked workers (they inherit the parent's memory).
 _PLANS: dict[int, tuple] = {}
-# Files whose syntax is still to be checked: (path, text, notebook), read by forked workers too. A task
+# Files whose syntax is still to be checked: (path, text, notebook, the resolver of its plan: the analysis
+# interpreter's sys.path, asked only for a file that does not parse), read by forked workers too. A task
 # with the token SYNTAX_TASK checks the files [start, end) of this list (report/syntax.py).
-_SYNTAX: list[tuple[str, str, object]] = []
+_SYNTAX: list[tuple[str, str, object, object]] = []
 SYNTAX_TASK = -1
 SYNTAX_TASK_CHARS = 1 << 20  # about 0.1 s of parsing per task
 
@@ -225,6 +263,7 @@ class ProgramResults:
             self.fresh.setdefault(root, {})[key] = FindingsCache.program_entry(
                 {os.path.abspath(r.path): r.findings for r in results},
                 sorted({note for r in results for note in r.analysis_notices}),
+                {path: identity for r in results for path, identity in r.reads},
             )
 
     def syntax(self, root: str, path: str) -> tuple[Finding, ...] | None:
@@ -241,6 +280,8 @@ class ProgramResults:
             state, stored = entry["files"].get(path), entry["findings"].get(path)
             if not isinstance(state, list) or not isinstance(stored, list) or not unchanged([path, *state]):
                 return None
+            if any(isinstance(note, str) and note.startswith(f"{path}: not analysed: ") for note in entry["notices"]):
+                return None  # its verdict may be a notice (report/syntax.py: syntax not judged here): asked again
             return tuple(finding_from_json(item) for item in stored if item.get("code") == CODE)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
@@ -261,6 +302,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     tasks: list[tuple[int, list[int], int]] = []  # (plan token, program numbers, size)
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (token, number) -> (root, program key)
     broken: dict[str, tuple[Finding, ...]] = {}  # path -> its invalid-syntax entries (report/syntax.py)
+    unjudged: dict[str, tuple[str, ...]] = {}  # path -> notices of syntax that cannot be judged here
     try:
         for group_config, group in groups:
             sources: dict[str, DecodedFile] = {}
@@ -275,7 +317,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
             for path, source in sources.items():  # ruff reports every file that does not parse
                 kept = programs.syntax(plan.root, os.path.abspath(path)) if programs is not None else None
                 if kept is None:
-                    _SYNTAX.append((path, source.text, source.notebook))
+                    _SYNTAX.append((path, source.text, source.notebook, plan.resolver))
                 elif kept:
                     broken[path] = kept
             token = len(_PLANS)
@@ -303,7 +345,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     try:
         for token, number, results in _solve_tasks(tasks, None, workers, jobs, len(paths), forkable):
             if token == SYNTAX_TASK:
-                broken.update((result.path, result.findings) for result in results)
+                _syntax_results(results, broken, unjudged)
                 continue
             for result in results:
                 found[result.path] = result
@@ -313,7 +355,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         _say(f"{PROG}: notice: parallel checking unavailable ({error}); checking serially")
         for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks]):
             if token == SYNTAX_TASK:
-                broken.update((result.path, result.findings) for result in results)
+                _syntax_results(results, broken, unjudged)
             else:
                 found.update((result.path, result) for result in results)
     finally:
@@ -321,7 +363,17 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         _SYNTAX.clear()
     for path, entries in broken.items():
         found[path] = replace(found[path], findings=tuple(sorted(found[path].findings + entries, key=sort_key)))
+    for path, notes in unjudged.items():
+        found[path] = replace(found[path], analysis_notices=tuple(dict.fromkeys(found[path].analysis_notices + notes)))
     return [found[path] for path in paths]
+
+
+def _syntax_results(results: list[FileResult], broken: dict, unjudged: dict) -> None:
+    for result in results:
+        if result.findings:
+            broken[result.path] = result.findings
+        if result.analysis_notices:
+            unjudged[result.path] = result.analysis_notices
 
 
 def _syntax_tasks() -> list[tuple[int, list[int], int]]:
@@ -329,7 +381,7 @@ def _syntax_tasks() -> list[tuple[int, list[int], int]]:
     the character), spread over the workers with the programs."""
     tasks = []
     start, size = 0, 0
-    for index, (_, text, _) in enumerate(_SYNTAX):
+    for index, (_, text, _, _) in enumerate(_SYNTAX):
         size += len(text)
         if size >= SYNTAX_TASK_CHARS or index == len(_SYNTAX) - 1:
             tasks.append((SYNTAX_TASK, [start, index + 1], 1))
@@ -338,16 +390,16 @@ def _syntax_tasks() -> list[tuple[int, list[int], int]]:
 
 
 def _check_syntax(start: int, end: int) -> list[FileResult]:
-    from fabric_lsp.report.syntax import syntax_findings
+    from fabric_lsp.report.syntax import syntax_report
 
     found = []
-    for path, text, notebook in _SYNTAX[start:end]:
+    for path, text, notebook, resolver in _SYNTAX[start:end]:
         try:
-            entries = syntax_findings(os.path.abspath(path), text, notebook)
+            entries, notes = syntax_report(os.path.abspath(path), text, notebook, lambda: resolver.library_path)
         except Exception:  # a parser bug must not lose the run: the analysis says what it could not read
-            entries = ()
-        if entries:
-            found.append(FileResult(path, findings=entries))
+            entries, notes = (), ()
+        if entries or notes:
+            found.append(FileResult(path, findings=entries, analysis_notices=notes))
     return found
 
 
@@ -438,6 +490,7 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
     if cache is None:
         return check_files(paths, config, jobs)
     caches = cache if isinstance(cache, CacheSet) else _OneCache(cache)
+    from fabric_lsp.analysis.compat import requires_python
     from fabric_lsp.analysis.workspace import choose_interpreter
     from fabric_lsp.engine import project_files, project_root_for
 
@@ -451,7 +504,8 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
             continue
         root = project_root_for(group[0], group_config.root, group_config.fallback_root)
         chosen = choose_interpreter(root, group_config.python, group_config.trusted)
-        interpreter = interpreter_fingerprint(chosen.python, chosen.runnable)
+        # The project's requires-python too: it decides which syntax is judged (analysis/compat.py).
+        interpreter = f"{interpreter_fingerprint(chosen.python, chosen.runnable)}:{requires_python(root)}"
         files = project_files(root, group_config, group)
         found = group_cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
         if found is not None:
@@ -468,9 +522,9 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
         group_results = [fresh[path] for path in group]
         results.update((r.path, r) for r in group_results)
         if all(r.error is None and r.notice is None for r in group_results):
+            kept = programs.fresh.get(os.path.abspath(root), {})
             group_cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
-                              sorted({note for r in group_results for note in r.analysis_notices}),
-                              programs.fresh.get(os.path.abspath(root), {}))
+                              sorted({note for r in group_results for note in r.analysis_notices}), kept)
     results.update((path, fresh[path]) for path in misses if path not in results)
     caches.save()
     return [results[path] for path in paths]
@@ -554,8 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="LSP over stdin/stdout (the default; accepted because language clients append it)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (loopback only) instead of stdio")
     serve.add_argument(
-        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token "
-        "(default: $FABRIC_LSP_TOKEN)"
+        "--token", metavar="T", help="with --tcp: the secret the client passes as initializationOptions.token, "
+        "at least 128 bits (default: $FABRIC_LSP_TOKEN, else a random one printed on stderr)"
     )
     # What vscode-languageclient (and clients modelled on it) may append for its other transports:
     # recognised so that the answer is one clear line instead of "unrecognized arguments".
@@ -597,7 +651,7 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
     if args.config is not None:
         config_file = Path(args.config)
         if not config_file.is_file():
-            raise UsageError(f"--config: {args.config}: no such file")
+            raise UsageError(f"--config: {args.config}: " + ("not a regular file" if config_file.exists() else "no such file"))
     return ConfigResolver(overrides, config_file=config_file, overrides_source="command line",
                           trust_workspace=args.trust_workspace, fallback_root=os.getcwd())
 
@@ -609,15 +663,9 @@ class ChangedSinceChecked(Exception):
 def file_digest(path: str, max_size: int) -> str | None:
     """SHA-256 of a regular file's bytes (None: unreadable, special or over `max_size`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return hashlib.sha256(read_bytes(path, byte_limit(path, max_size))).hexdigest()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        limit = byte_limit(path, max_size)
-        data = handle.read(limit + 1)
-    return hashlib.sha256(data).hexdigest() if len(data) <= limit else None
 
 
 def _write(path: str, text: str, encoding: str, expected_digest: str) -> None:
@@ -816,12 +864,32 @@ def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> i
 def cmd_check(args: argparse.Namespace) -> int:
     from fabric_lsp import engine
 
+    _refuse_programs_in_hook(args)
     _output_options(args)
     engine.remember_runs(False)  # each program is solved once here: nothing to replay later
     try:
         return _cmd_check(args)
     finally:
         engine.remember_runs(True)
+
+
+def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
+    """Under pre-commit the options come from the repository's `.pre-commit-config.yaml` (`args:`,
+    or an `entry` it overrides): one that runs a program is refused unless the user config, which
+    lives outside every repository, allows it (`allow-programs-in-hooks = true`)."""
+    if not in_pre_commit_hook():
+        return
+    chosen = [name for name, given in (("--python", args.python is not None),
+                                       ("--trust-workspace", args.trust_workspace)) if given]
+    if not chosen:
+        return
+    from fabric_lsp.user_config import load_user_config, user_config_path
+
+    if load_user_config()[0].allow_programs_in_hooks:
+        return
+    raise UsageError(f"{' and '.join(chosen)}: refused in a pre-commit hook (PRE_COMMIT=1): the hook's options "
+                     "come from the repository's .pre-commit-config.yaml, which must not choose a program to run; "
+                     f"to allow it, set allow-programs-in-hooks = true in your user config ({user_config_path()})")
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -858,11 +926,9 @@ def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
 
     for path in files:
         try:
-            with open(path, "rb", opener=lambda name, flags: os.open(name, flags | getattr(os, "O_NONBLOCK", 0))) as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    continue
-                mentions = b"noqa" in handle.read(byte_limit(path, configs.for_path(path).max_file_size) + 1).lower()
-        except OSError:
+            limit = byte_limit(path, configs.for_path(path).max_file_size)
+            mentions = b"noqa" in read_bytes(path, limit).lower()
+        except OSError:  # unreadable, special, or too large: read_source says so where it matters
             continue
         if mentions:
             source, _ = read_source(path, configs.for_path(path).max_file_size)
@@ -935,7 +1001,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     try:
         findings = _stdin_findings(source, config, cwd)
     except Exception as error:
-        _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+        _say_error(display_path(path, cwd), _internal_error(error))
         findings, failed = [], True
     fixing = args.fix or args.diff
     bounds = FixBounds([path])
@@ -952,9 +1018,9 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     shown = display_path(path, cwd)
     if args.diff:
         for number, (before, after) in sorted(outcome.cell_changes.get(path, {}).items()):
-            sys.stdout.write(escape_lines(unified_diff(before, after, f"{shown}:cell {number}")))
+            sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{shown}:cell {number}"))))
         if path in outcome.texts and path not in outcome.cell_changes:
-            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], shown)))
+            sys.stdout.write(escape_lines(unified_diff(source.text, outcome.texts[path], escape_line(shown))))
         sys.stdout.flush()
         count = outcome.fixed
         if not args.quiet:
@@ -968,7 +1034,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         try:
             findings = _stdin_findings(source, config, cwd, say=False) if source is not None else []
         except Exception as error:
-            _say(f"{PROG}: error: {display_path(path, cwd)}: {_internal_error(error)}")
+            _say_error(display_path(path, cwd), _internal_error(error))
             findings, failed = [], True
         findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
         context.notebooks = _stdin_notebooks(source) if source is not None else {}
@@ -987,15 +1053,18 @@ def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = T
     from fabric_lsp.analysis import incremental
     from fabric_lsp.engine import check_paths
 
-    found, _, notes = check_paths({source.path: source.text}, config)
+    found, _, notes, _ = check_paths({source.path: source.text}, config)
     incremental.forget(source.path)
     findings = list(found.get(source.path, ()))
     try:
-        from fabric_lsp.report.syntax import syntax_findings, without_syntax_notices
+        from fabric_lsp.engine import workspace_for
+        from fabric_lsp.report.syntax import syntax_report, without_syntax_notices
     except ImportError:  # pragma: no cover - shipped together
         entries: tuple = ()
     else:
-        entries = syntax_findings(source.path, source.text, source.notebook)
+        entries, unjudged = syntax_report(source.path, source.text, source.notebook,
+                                          lambda: workspace_for(config, source.path).library_path)
+        notes = list(notes) + list(unjudged)
         if entries:
             notes = without_syntax_notices(notes, {source.path})
     if say:
@@ -1043,6 +1112,13 @@ def _output_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
     if args.output_file is not None and not args.output_file.strip():
         raise UsageError("--output-file: expected a file name")
+    if args.output_file is not None:  # refused before the analysis too (checked again when writing)
+        from fabric_lsp.output_file import OutputRefused, plan
+
+        try:
+            plan(args.output_file, os.getcwd())
+        except OutputRefused as refused:
+            raise UsageError(str(refused)) from None
 
 
 def write_report(args: argparse.Namespace, findings: Sequence[Finding], context: ReportContext) -> None:
@@ -1055,12 +1131,12 @@ def write_report(args: argparse.Namespace, findings: Sequence[Finding], context:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    target = Path(args.output_file)
+    from fabric_lsp.output_file import OutputRefused, write_report_file
+
     try:
-        if target.parent != Path(""):
-            target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            handle.write(text)
+        write_report_file(args.output_file, text, os.getcwd())  # never through a link the repository planted
+    except OutputRefused as refused:
+        raise UsageError(str(refused)) from None
     except OSError as error:
         raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror or error}") from None
 
@@ -1095,7 +1171,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             notices.append(result.notice)
         if result.error is not None:
             failed = True
-            _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+            _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
@@ -1122,10 +1198,10 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for path in sorted(outcome.texts):
                 if path in outcome.cell_changes:  # a notebook: one diff per changed cell, as ruff shows them
                     for number, (before, after) in sorted(outcome.cell_changes[path].items()):
-                        sys.stdout.write(escape_lines(unified_diff(before, after, f"{display_path(path, cwd)}:cell {number}")))
+                        sys.stdout.write(escape_lines(unified_diff(before, after, escape_line(f"{display_path(path, cwd)}:cell {number}"))))
                     continue
                 sys.stdout.write(escape_lines(unified_diff(outcome.originals[path].text, outcome.texts[path],
-                                                          display_path(path, cwd))))
+                                                          escape_line(display_path(path, cwd)))))
             sys.stdout.flush()
             count = outcome.fixed
             if not args.quiet:
@@ -1147,7 +1223,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             for result in fresh.values():
                 if result.error is not None:
                     failed = True
-                    _say(f"{PROG}: error: {display_path(result.path, cwd)}: {result.error.rstrip()}")
+                    _say_error(display_path(result.path, cwd), result.error)
                 if result.notice is not None:
                     _say(result.notice.format(cwd))
             findings = [f for f in findings if f.span.path not in fresh]
@@ -1185,7 +1261,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: records: {problem}")
     for notice in records.notices:
         _say(f"{PROG}: notice: records: {notice}")
-    found = explain_query(records, query)
+    notices: list[str] = []
+    found = explain_query(records, query, notices)
+    for notice in notices:
+        _say(f"{PROG}: notice: records: {notice}")
     if not found:
         if looks_like_code(query):
             _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
@@ -1243,7 +1322,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """LSP over stdio, or over TCP with `--tcp HOST:PORT` (one client at a time).
 
     Any local user (and any web page, through the browser) can connect to a TCP port: the server
-    listens on loopback only and serves only a client that knows the token.
+    listens on loopback only and serves only a client that knows the token. A token given (`--token`,
+    FABRIC_LSP_TOKEN) must be worth 128 bits (lsp/transport.weak_token_reason); without one, a random
+    token is made and printed on stderr. Failed checks slow down the next ones (transport.TokenGate).
 
     `--stdio` names the default transport (vscode-languageclient appends it to an Executable with
     TransportKind.stdio). Its other transports are refused in one line: `--pipe NAME` and `--socket PORT`
@@ -1272,9 +1353,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host = host.strip("[]")
         if not _is_loopback(host):
             raise UsageError(f"--tcp: {host!r} is not a loopback address (use 127.0.0.1, ::1 or localhost)")
-        token = args.token if args.token is not None else os.environ.get("FABRIC_LSP_TOKEN")
-        if not token:
-            raise UsageError("--tcp needs a token: pass --token T or set FABRIC_LSP_TOKEN")
+        from fabric_lsp.lsp.transport import weak_token_reason
+
+        token = args.token if args.token is not None else (os.environ.get("FABRIC_LSP_TOKEN") or None)
+        if token is None:
+            token = secrets.token_urlsafe(32)  # 256 bits
+            _say(f"{PROG}: serve: the client must send this token as initializationOptions.token "
+                 f"(choose your own with --token or FABRIC_LSP_TOKEN): {token}")
+        else:
+            weak = weak_token_reason(token)
+            if weak is not None:
+                source = "--token" if args.token is not None else "FABRIC_LSP_TOKEN"
+                raise UsageError(f"{source}: {weak}")
         tcp = (host, int(port))
     elif args.token is not None:
         raise UsageError("--token: only with --tcp")
@@ -1295,10 +1385,60 @@ def _is_loopback(host: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+# pre-commit runs a hook as `entry + args + file names` and sets PRE_COMMIT=1 in its environment.
+HOOK_ENV = "PRE_COMMIT"
+
+
+def in_pre_commit_hook() -> bool:
+    return os.environ.get(HOOK_ENV) == "1"
+
+
+def _check_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """`check`'s option strings, each with whether it takes a separate value (`--select FAB001`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            check = action.choices["check"]
+            return {name: option.nargs != 0 for option in check._actions for name in option.option_strings}
+    return {}
+
+
+def command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The arguments as argparse is to read them: for `check`, everything after `--` is a path (`-`
+    too: `./-`, never standard input), so that no file name can set an option.
+
+    Under pre-commit (PRE_COMMIT=1) the hook's entry ends with `--` and the user's `args:` come after
+    it, before the file names: there the leading tokens after `--` that are options of `check` and
+    name no existing file (pre-commit passes only files that exist) are those `args:`, moved before
+    `--` (with the separate value of an option that takes one); the first other token starts the
+    file list."""
+    arguments = list(argv)
+    command = next((i for i, token in enumerate(arguments) if not token.startswith("-")), None)
+    if command is None or arguments[command] != "check":
+        return arguments
+    options = _check_options(parser)
+    index = command + 1
+    while index < len(arguments) and arguments[index] != "--":
+        index += 2 if options.get(arguments[index]) else 1  # `--select --` is a value, not the end
+    if index >= len(arguments):
+        return arguments
+    before, after = arguments[:index], arguments[index + 1:]
+    moved: list[str] = []
+    if in_pre_commit_hook():
+        while after:
+            token = after[0]
+            name, equals, _ = token.partition("=")
+            if name not in options or os.path.lexists(token):
+                break
+            width = 2 if options[name] and not equals else 1
+            moved += after[:width]
+            after = after[width:]
+    return before + moved + ["--"] + [os.path.join(".", path) if path == "-" else path for path in after]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(command_line(parser, sys.argv[1:] if argv is None else argv))
     except SystemExit as exit:  # argparse: 2 for usage errors, 0 for --help/--version
         return exit.code if isinstance(exit.code, int) else 2
     if args.command is None:
@@ -1314,6 +1454,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # pauses in edit latency. Less frequent collections keep the cycles collected, without pauses.
     gc.set_threshold(100_000, 50, 100)
     handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
+    # The library's log warnings as notice lines (else logging's last-resort handler writes them raw);
+    # the server logs to its client instead (lsp/server.py).
+    notices = _NoticeHandler(logging.WARNING) if args.command != "serve" else None
+    if notices is not None:
+        logging.getLogger("fabric_lsp").addHandler(notices)
+    try:
+        return _run_command(handler, args)
+    finally:
+        if notices is not None:
+            logging.getLogger("fabric_lsp").removeHandler(notices)
+
+
+def _run_command(handler, args: argparse.Namespace) -> int:
     try:
         return handler(args)
     except UsageError as error:
@@ -1327,8 +1480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception:
-        _say(f"{PROG}: error: internal error\n{traceback.format_exc().rstrip()}")
+    except Exception as error:
+        _say(f"{PROG}: error: internal error")
+        for line in _traceback_lines(error):
+            _say(line)
         return 2
 
 

@@ -3,7 +3,10 @@
 The settings file of a Python file is the closest one above it, as ruff finds `ruff.toml`: in each
 folder from the file's upwards, `.fabric-lsp.toml`, then `fabric-lsp.toml` (top-level keys), then a
 `pyproject.toml` with a `[tool.fabric-lsp]` table (`find_config_file`; the command line and the
-language server both use it). `ConfigResolver` gives each file of a run its Config.
+language server both use it). The search stops at the repository root (the folder holding `.git`)
+or the home folder, and passes over settings files another user owns (fabric_lsp.upward), so a file
+planted in a shared folder above a checkout does not configure it. `ConfigResolver` gives each file
+of a run its Config.
 
 The engine applies `select`/`ignore`/`per-file-ignores`/`severity`/`hints` itself from the Config
 it is given, so the CLI and the language server only build a Config (with `load_config`) and pass
@@ -23,9 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from fabric_lsp.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
+from fabric_lsp.files import reason as file_reason
 from fabric_lsp.findings import Severity
-from fabric_lsp.globs import GlobError, compile_glob
+from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
+                              compile_glob)
 from fabric_lsp.records.rules_table import RULES
+from fabric_lsp.upward import home_folder, is_boundary, owned_by_user, owner_of
 from fabric_lsp.walk import DEFAULT_INCLUDE, Selection
 
 try:  # Python 3.11+
@@ -96,32 +103,34 @@ class Config:
         return Selection(self.exclude, self.root, self.included, self.notebooks, self.respect_gitignore)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled_glob(pattern: str):
-    try:
-        return compile_glob(pattern)
-    except GlobError:
-        return None
+@functools.lru_cache(maxsize=64)
+def _per_file_globs(entries: tuple[tuple[str, frozenset[str]], ...]) -> tuple[GlobSet, tuple[int, ...]]:
+    """The entries' globs compiled together, once per table, and the entry of each glob."""
+    globs, owners = [], []
+    for number, (pattern, _) in enumerate(entries):
+        try:
+            globs.append(compile_glob(pattern[1:] if pattern.startswith("!") else pattern))
+        except GlobError:
+            continue
+        owners.append(number)
+    return GlobSet(globs), tuple(owners)
 
 
+# Each file's answer is kept: the server asks again for the same files at every keystroke.
+@functools.lru_cache(maxsize=8192)
 def _per_file_ignored(entries: tuple[tuple[str, frozenset[str]], ...], base: str, path: str) -> frozenset[str]:
     # As ruff: a glob matches the path relative to the settings file's folder, or the bare file
     # name; as `exclude`, a glob that matches one of the file's folders matches the file.
+    globs, owners = _per_file_globs(entries)
     relative = os.path.relpath(path, base)
     inside = not (relative == ".." or relative.startswith(".." + os.sep))
-    name = os.path.basename(path)
-    parts = relative.split(os.sep) if inside else []
-    folders = ["/".join(parts[:index]) for index in range(1, len(parts))]
-    relative = "/".join(parts)
+    accepted = globs.matching(os.path.basename(path), False)
+    if inside:
+        accepted |= globs.matching_path_or_folders(relative.replace(os.sep, "/"))
+    hits = {owners[number] for number in globs.indices(accepted)}
     codes: set[str] = set()
-    for pattern, ignored in entries:
-        negated = pattern.startswith("!")
-        glob = _compiled_glob(pattern[1:] if negated else pattern)
-        if glob is None:
-            continue
-        hit = glob.matches(name, False) or (inside and (glob.matches(relative, False) or any(
-            glob.matches(folder, True) for folder in folders)))
-        if hit != negated:
+    for number, (pattern, ignored) in enumerate(entries):
+        if (number in hits) != pattern.startswith("!"):
             codes |= ignored
     return frozenset(codes)
 
@@ -338,40 +347,80 @@ def parse_settings(
             problems.extend(converted.notices)
             converted = converted.value
         fields[name] = converted
+    left_out, keys = _bound_globs(fields)
+    if left_out:
+        problems.append(f"fabric-lsp: notice: {source}: more globs than a settings file may hold "
+                        f"({MAX_GLOBS_PER_FILE} globs, {MAX_GLOB_CHARACTERS_PER_FILE} characters in all); "
+                        f"the last {left_out} are ignored ({', '.join(keys)})")
     return fields, problems
+
+
+_GLOB_FIELDS = {"exclude": "exclude", "extend_exclude": "extend-exclude", "include": "include",
+                "extend_include": "extend-include", "per_file_ignores": "per-file-ignores"}
+
+
+def _bound_globs(fields: dict[str, Any]) -> tuple[int, list[str]]:
+    """The volume of globs of one settings file (globs.GlobBudget), counted in the file's order: the
+    globs past the bound are dropped from `fields`. Returns how many, and from which keys."""
+    budget = GlobBudget()
+    keys = []
+    for name in [name for name in fields if name in _GLOB_FIELDS]:
+        if name == "per_file_ignores":
+            kept = tuple(entry for entry in fields[name] if budget.take(entry[0]))
+        else:
+            kept = tuple(pattern for pattern in fields[name] if budget.take(pattern))
+        if len(kept) < len(fields[name]):
+            keys.append(_GLOB_FIELDS[name])
+        fields[name] = kept
+    return budget.left_out, keys
 
 
 # ---------------------------------------------------------------------------------------------
 # Finding and reading the settings file
 
 
-def config_file_in(directory: Path) -> Path | None:
+def config_file_in(directory: Path, notices: list[str] | None = None) -> Path | None:
     """The settings file of one folder: `.fabric-lsp.toml`, else `fabric-lsp.toml`, else a
-    pyproject.toml with a `[tool.fabric-lsp]` table (ruff's order for its own files)."""
+    pyproject.toml with a `[tool.fabric-lsp]` table (ruff's order for its own files). A file
+    another user owns is passed over (upward.owned_by_user), with a line in `notices`."""
     for name in CONFIG_FILE_NAMES[:-1]:
         candidate = directory / name
-        if candidate.is_file():
+        if candidate.is_file() and _owned(candidate, notices):
             return candidate
     candidate = directory / "pyproject.toml"
-    if candidate.is_file() and _has_table(candidate):
+    if candidate.is_file() and _has_table(candidate) and _owned(candidate, notices):
         return candidate
     return None
 
 
-def find_config_file(start: Path) -> Path | None:
+def _owned(path: Path, notices: list[str] | None) -> bool:
+    if owned_by_user(str(path)):
+        return True
+    if notices is not None:
+        notices.append(f"fabric-lsp: notice: {path}: ignored: owned by another user (uid {owner_of(str(path))}); "
+                       "a settings file counts only when you or root own it (--config PATH uses it all the same)")
+    return False
+
+
+def find_config_file(start: Path, notices: list[str] | None = None) -> Path | None:
     """The settings file of `start` (a file or a folder): the closest folder at or above it that
-    has one (config_file_in). The command line (per file) and the language server both use it."""
+    has one (config_file_in), up to the repository root or the home folder (upward.is_boundary).
+    The command line (per file) and the language server both use it."""
     start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
+    home = home_folder()
     for candidate_dir in (directory, *directory.parents):
-        found = config_file_in(candidate_dir)
+        found = config_file_in(candidate_dir, notices)
         if found is not None:
             return found
+        if is_boundary(str(candidate_dir), home):
+            return None
     return None
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above `start` that has a `[tool.fabric-lsp]` table.
+    """The nearest pyproject.toml at or above `start` that has a `[tool.fabric-lsp]` table, within
+    the same bounds as find_config_file.
 
     Like ruff, a pyproject.toml without our table does not stop the search, so a sub-package's
     pyproject does not hide the repository's settings. One that cannot be parsed but mentions the
@@ -379,18 +428,21 @@ def find_pyproject(start: Path) -> Path | None:
     """
     start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
+    home = home_folder()
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if not candidate.is_file():
-            continue
-        if _has_table(candidate):
+        if candidate.is_file() and _has_table(candidate) and owned_by_user(str(candidate)):
             return candidate
+        if is_boundary(str(candidate_dir), home):
+            return None
     return None
 
 
 def _has_table(path: Path) -> bool:
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, MAX_SETTINGS_BYTES)
+    except FileRefused:
+        return True  # a regular file we refuse to read (too large): read_table says why
     except OSError:
         return False
     if _toml is not None:
@@ -411,10 +463,11 @@ def read_table(path: Path) -> tuple[Mapping[str, Any] | None, list[str]]:
         return None, [f"fabric-lsp: config: {source}: (file): reading TOML needs Python 3.11+ or the "
                       f"tomli package; using the default"]
     try:
-        with open(path, "rb") as handle:
-            document = _toml.load(handle)
+        # O_NONBLOCK, regular files only, at most MAX_SETTINGS_BYTES: a link to /dev/zero or a FIFO
+        # gives this notice and the defaults, not a hang.
+        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))
     except OSError as error:
-        return None, [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+        return None, [_problem(source, "(file)", f"cannot read: {file_reason(error)}")]
     except (_toml.TOMLDecodeError, UnicodeDecodeError) as error:
         return None, [_problem(source, "(file)", f"invalid TOML: {error}")]
     tool = document.get("tool")
@@ -452,7 +505,7 @@ def load_config(
     start_dir = start if start.is_dir() else start.parent
     problems: list[str] = []
     fields: dict[str, Any] = {}
-    path = config_file if config_file is not None else (None if no_file else find_config_file(start))
+    path = config_file if config_file is not None else (None if no_file else find_config_file(start, problems))
     if path is not None:
         path = Path(os.path.abspath(path))
         fields["root"] = str(path.parent)
@@ -480,6 +533,8 @@ def load_config(
         )
     if "python" not in fields and user.python:
         fields["python"] = user.python
+    if fields.get("extend_records") and path is not None:
+        fields["extend_records"] = _consented_records(fields["extend_records"], path, user, problems)
     if overrides:
         # A bad override leaves the file's value (or the default) in force.
         override_fields, override_problems = parse_settings(
@@ -490,6 +545,19 @@ def load_config(
         fields.update(override_fields)
         problems += override_problems
     return replace(Config(), **fields), problems
+
+
+def _consented_records(folders: tuple[str, ...], path: Path, user, problems: list[str]) -> tuple[str, ...]:
+    """The record folders a settings file may name: inside its own folder, or with the user
+    config's consent (user_config.UserConfig.allows_records); the others dropped with a notice."""
+    kept = []
+    for folder in folders:
+        if user.allows_records(folder, str(path.parent)):
+            kept.append(folder)
+        else:
+            problems.append(f"fabric-lsp: notice: {path}: extend-records: {folder!r} ignored: it is outside the "
+                            f"settings file's folder; allow it in the user config (record-paths)")
+    return tuple(kept)
 
 
 def _extend(below: dict[str, Any], layer: dict[str, Any]) -> None:
@@ -548,6 +616,7 @@ class ConfigResolver:
         self.fallback_root = fallback_root
         self._user = load_user_config() if only is None else None
         self._files: dict[str, Path | None] = {}  # folder -> its settings file
+        self._home = home_folder()
         self._configs: dict[tuple, Config] = {}  # settings file (or none, and trusted) -> Config
         self._by_directory: dict[str, Config] = {}
         self._problems: dict[str, None] = {}
@@ -564,8 +633,10 @@ class ConfigResolver:
         known = self._files.get(directory, False)
         if known is not False:
             return known
-        found = config_file_in(Path(directory))
-        if found is None:
+        skipped: list[str] = []
+        found = config_file_in(Path(directory), skipped)
+        self._problems.update(dict.fromkeys(skipped))
+        if found is None and not is_boundary(directory, self._home):
             parent = os.path.dirname(directory)
             found = self._settings_file(parent) if parent != directory else None
         self._files[directory] = found

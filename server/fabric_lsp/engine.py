@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from fabric_lsp import noqa
 from fabric_lsp.analysis import analyze
@@ -21,8 +21,10 @@ from fabric_lsp.analysis.program import Plan, Program, plan_project, program_of,
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.workspace import Workspace, interpreter_sys_path
 from fabric_lsp.config import Config
+from fabric_lsp.files import unchanged_on_disk
 from fabric_lsp.findings import Finding, Severity
 from fabric_lsp.rules import ALL_RULES
+from fabric_lsp.upward import home_folder, is_boundary, owned_by_user
 
 log = logging.getLogger("fabric_lsp.engine")
 
@@ -35,13 +37,14 @@ _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def project_root_for(path: str, configured: str | None, fallback: str | None = None) -> str:
     """The folder imports are resolved from: the configured root when it holds the file, else the
-    nearest folder with a project marker, else `fallback` when it holds the file (the command
-    line's working directory, as ruff takes it), else the file's own folder (what `python file.py`
-    uses)."""
+    nearest folder with a project marker (up to the repository root or the home folder, a marker
+    another user owns passed over: fabric_lsp.upward), else `fallback` when it holds the file (the
+    command line's working directory, as ruff takes it), else the file's own folder (what
+    `python file.py` uses)."""
     folder = os.path.dirname(os.path.abspath(path))
     if configured and (folder + os.sep).startswith(os.path.abspath(configured) + os.sep):
         return os.path.abspath(configured)
-    marked = _marked_folder(folder)
+    marked = _marked_folder(folder, home_folder())
     if marked is not None:
         return marked
     if fallback and (folder + os.sep).startswith(os.path.abspath(fallback) + os.sep):
@@ -49,17 +52,19 @@ def project_root_for(path: str, configured: str | None, fallback: str | None = N
     return folder
 
 
-def _marked_folder(folder: str) -> str | None:
-    """The nearest folder at or above `folder` holding a project marker; asked once per folder in a
-    run (the 2,285 files of torch walked up the tree 104,565 times: half of a cached check)."""
+def _marked_folder(folder: str, home: str | None) -> str | None:
+    """The nearest folder at or above `folder` holding a project marker of the user's (or root's),
+    within the search boundary; asked once per folder in a run (the 2,285 files of torch walked up
+    the tree 104,565 times: half of a cached check)."""
     with _marked_lock:
         if folder in _marked:
             return _marked[folder]
-    if any(os.path.exists(os.path.join(folder, marker)) for marker in _ROOT_MARKERS):
+    if any(os.path.exists(marker) and owned_by_user(marker)
+           for marker in (os.path.join(folder, name) for name in _ROOT_MARKERS)):
         found: str | None = folder
     else:
         parent = os.path.dirname(folder)
-        found = None if parent == folder else _marked_folder(parent)
+        found = None if parent == folder or is_boundary(folder, home) else _marked_folder(parent, home)
     with _marked_lock:
         if len(_marked) > 4096:
             _marked.clear()
@@ -95,6 +100,7 @@ class ProgramResult:
     findings: dict[str, list[Finding]]  # by file, before configuration
     notices: list[str]
     entries: tuple = ()  # the files' FileEntry objects it was built from (analysis.program.file_entry)
+    reads: dict = field(default_factory=dict)  # what it read outside the project (Program.outside_reads)
 
 
 @dataclass
@@ -103,6 +109,7 @@ class ProjectResult:
     notices: list[str]
     walked: tuple[str, ...]  # the project files the answer depends on
     sources: dict[str, SourceFile]  # the parsed files of the programs
+    reads: dict = field(default_factory=dict)  # and what it read outside the project: path -> disk identity
 
 
 # Whether a program's next solve may replay this one's runs (the server); `check` solves each
@@ -148,6 +155,7 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
     findings: dict[str, list[Finding]] = {}
     notices: list[str] = []
     sources: dict[str, SourceFile] = {}
+    reads: dict = {}
     for number in plan.groups_of(paths) if numbers is None else numbers:
         result = _unchanged(plan, number, workspace)
         if result is None:
@@ -157,7 +165,8 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
             findings.setdefault(path, []).extend(found)
         notices.extend(result.notices)
         sources.update(program.sources)
-    return ProjectResult(findings, notices, plan.walked, sources)
+        reads.update(result.reads)
+    return ProjectResult(findings, notices, plan.walked, sources, reads)
 
 
 # The runs of the last solve of each program (by its files), replayed by the next solve where they
@@ -178,7 +187,7 @@ def _unchanged(plan: Plan, number: int, workspace: Workspace) -> ProgramResult |
     with _programs_lock:
         known = _programs.get(_group_key(plan.root, workspace, files))
     if known is not None and len(known.entries) == len(entries) and all(
-            a is b for a, b in zip(known.entries, entries)):
+            a is b for a, b in zip(known.entries, entries)) and unchanged_on_disk(known.reads.items()):
         return known
     return None
 
@@ -196,7 +205,7 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
         key += tuple(id(plan.entries[path]) for path in files if path not in program.sources)
     with _programs_lock:
         known = _programs.get(group)
-        if known is not None and known.key == key:
+        if known is not None and known.key == key and unchanged_on_disk(known.reads.items()):
             return known
         previous = _last_runs.pop(group, None)
     solver = solve(program, previous, record=_remember_runs)
@@ -216,7 +225,7 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
     entries = tuple(plan.entries[path] for path in plan.groups[number]) if plan is not None else ()
     if plan is not None and sorted(program.sources) != plan.groups[number]:
         entries = ()  # a file of the group did not parse or was left out: rebuilt each time
-    result = ProgramResult(key, program, by_file, list(facts.notices), entries)
+    result = ProgramResult(key, program, by_file, list(facts.notices), entries, program.outside_reads())
     logs = solver.logs
     # What the result keeps: the program's files (their identities are the key), not the tables.
     program.solver = None
@@ -237,7 +246,7 @@ def check_source(path: str, text: str, config: Config, workspace: Workspace | No
 
 
 def _check_source(path: str, text: str, config: Config, workspace: Workspace | None) -> list[Finding]:
-    found, _, _, _ = _check_texts({os.path.abspath(path): text}, config, workspace)
+    found = _check_texts({os.path.abspath(path): text}, config, workspace)[0]
     return found[os.path.abspath(path)]
 
 
@@ -246,18 +255,21 @@ def check_document(path: str, text: str, config: Config, workspace: Workspace | 
     """check_source, and the files of the programs the document took part in: an edit of one of
     them can change its findings (the server re-analyses only those dependents)."""
     with analysing():
-        found, _, _, files = _check_texts({os.path.abspath(path): text}, config, workspace)
+        found, _, _, files, _ = _check_texts({os.path.abspath(path): text}, config, workspace)
         return found[os.path.abspath(path)], files
 
 
 
 def check_paths(texts: dict[str, str], config: Config, plan: Plan | None = None, numbers: list[int] | None = None
-                ) -> tuple[dict[str, list[Finding]], list[str], list[str]]:
+                ) -> tuple[dict[str, list[Finding]], list[str], list[str], dict]:
     """Findings of several files of one project (one program build and solve for all of them), the
-    project files whose state the answer depends on, and the analysis's notices. With a plan made
-    earlier (plan_for), only its programs `numbers` are solved (the CLI spreads them over workers)."""
+    project files whose state the answer depends on, the analysis's notices, and what it read
+    outside the project (path -> disk identity, Program.outside_reads). With a plan made earlier
+    (plan_for), only its programs `numbers` are solved (the CLI spreads them over workers)."""
     with analysing():
-        return _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config, None, plan, numbers)[:3]
+        found, walked, notices, _, reads = _check_texts({os.path.abspath(p): t for p, t in texts.items()}, config,
+                                                        None, plan, numbers)
+        return found, walked, notices, reads
 
 
 def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | None,
@@ -265,7 +277,7 @@ def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | N
     paths = sorted(texts)
     found: dict[str, list[Finding]] = {path: [] for path in paths}
     if not paths:
-        return found, [], [], frozenset()
+        return found, [], [], frozenset(), {}
     workspace = workspace or workspace_for(config, paths[0])
     try:
         # A file that takes part in no program (nothing in it or importing it names Fabric) is not
@@ -273,12 +285,12 @@ def _check_texts(texts: dict[str, str], config: Config, workspace: Workspace | N
         result = project_result(paths, config, workspace, texts, plan, numbers)
     except RecursionError:
         log.warning("%s: not analysed: nesting too deep", paths[0])
-        return found, [], [], frozenset()
+        return found, [], [], frozenset(), {}
     for path in paths:
         source = result.sources.get(path)
         if source is not None:
             found[path] = _configured(result.findings.get(path, []), source, config)
-    return found, list(result.walked), list(result.notices), frozenset(result.sources)
+    return found, list(result.walked), list(result.notices), frozenset(result.sources), result.reads
 
 
 def _configured(findings: list[Finding], source: SourceFile, config: Config) -> list[Finding]:

@@ -11,16 +11,26 @@ matching). A path below an ignored folder is ignored (the walk never enters the 
 where a file cannot be re-included when a parent folder is excluded.
 
 Most patterns are a name (`__pycache__/`, `.env`), a suffix (`*.pyc`) or a path (`/dist`): those
-are matched by dictionary lookups and string comparisons; the rest by globs.py.
+are matched by dictionary lookups; the rest by globs.py, the globs of one file together (GlobSet).
+The ignore files that apply to one folder hold at most globs.MAX_GLOBS_PER_FILE globs of
+globs.MAX_GLOB_CHARACTERS_PER_FILE characters together (names, suffixes and paths are looked up,
+not counted): globs past that are ignored, with one notice per file (`take_notices`). Each path's
+verdict is kept.
+
+A `.git` owned by another user (not root) does not make a repository (git refuses such a
+repository too, "dubious ownership"): a `/tmp/.git` and `/tmp/.gitignore` planted in a shared
+folder do not hide the files of a checkout below it.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 
-from fabric_lsp.globs import Glob, GlobError, compile_glob
+from fabric_lsp.files import read_text
+from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
+                              compile_glob)
+from fabric_lsp.upward import owned_by_user
 
 MAX_IGNORE_FILE_BYTES = 256 * 1024  # more than any real .gitignore; a larger one is read this far
 _SPECIAL = "*?["
@@ -31,34 +41,72 @@ class _Layer:
     """The patterns of one ignore file, relative to `base` (a folder, absolute)."""
 
     base: str
+    source: str = ""  # the file, for notices
     names: dict[str, list[tuple[int, bool, bool]]] = field(default_factory=dict)  # name -> (index, negated, dirs only)
-    suffixes: list[tuple[str, int, bool, bool]] = field(default_factory=list)
+    suffixes: dict[str, list[tuple[int, bool, bool]]] = field(default_factory=dict)  # `*.pyc` -> ".pyc" -> ...
     paths: dict[str, list[tuple[int, bool, bool]]] = field(default_factory=dict)
-    globs: list[tuple[Glob, int, bool, str]] = field(default_factory=list)  # (glob, index, negated, literal tail)
-    name_globs: list[tuple[Glob, int, bool, str]] = field(default_factory=list)  # matched against the name
+    # (glob text, index, negated, literal tail, matched against the name alone), in the file's order
+    patterns: list[tuple[str, int, bool, str, bool]] = field(default_factory=list)
+    left_out: int = 0  # globs past the volume bound
+
+    def __post_init__(self) -> None:
+        self._compiled = False
+        self._suffix_lengths: tuple[int, ...] = ()
+        self._name_set: tuple[GlobSet, list[tuple[int, bool, str]]] | None = None
+        self._path_set: tuple[GlobSet, list[tuple[int, bool, str]]] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.names or self.suffixes or self.paths or self.globs or self.name_globs)
+        return bool(self.names or self.suffixes or self.paths or self.patterns)
+
+    def compile(self, budget: GlobBudget | None = None) -> "_Layer":
+        """The globs compiled together (those `budget` takes; the others counted in left_out)."""
+        kept = {True: ([], []), False: ([], [])}
+        for text, index, negated, tail, by_name in self.patterns:
+            if budget is not None and not budget.take(text):
+                self.left_out += 1
+                continue
+            try:
+                glob = compile_glob(text)
+            except GlobError:
+                continue  # git would ignore a pattern it cannot read too
+            kept[by_name][0].append(glob)
+            kept[by_name][1].append((index, negated, tail))
+        self._name_set = (GlobSet(kept[True][0]), kept[True][1]) if kept[True][0] else None
+        self._path_set = (GlobSet(kept[False][0]), kept[False][1]) if kept[False][0] else None
+        self._suffix_lengths = tuple(sorted({len(suffix) for suffix in self.suffixes}))
+        self._compiled = True
+        return self
 
     def verdict(self, relative: str, name: str, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included (`!`), None: no pattern of this file matches."""
+        if not self._compiled:
+            self.compile()  # parsed on its own, outside GitIgnore: no volume bound
         best = -1
         verdict = None
         for index, negated, dirs_only in self.names.get(name, ()):
             if index > best and (is_dir or not dirs_only):
                 best, verdict = index, not negated
-        for suffix, index, negated, dirs_only in self.suffixes:
-            if index > best and name.endswith(suffix) and (is_dir or not dirs_only):
-                best, verdict = index, not negated
+        for length in self._suffix_lengths:
+            if length > len(name):
+                break
+            for index, negated, dirs_only in self.suffixes.get(name[len(name) - length:], ()):
+                if index > best and (is_dir or not dirs_only):
+                    best, verdict = index, not negated
         for index, negated, dirs_only in self.paths.get(relative, ()):
             if index > best and (is_dir or not dirs_only):
                 best, verdict = index, not negated
-        for glob, index, negated, tail in self.name_globs:
-            if index > best and name.endswith(tail) and glob.matches(name, is_dir):
-                best, verdict = index, not negated
-        for glob, index, negated, tail in self.globs:
-            if index > best and relative.endswith(tail) and glob.matches(relative, is_dir):
-                best, verdict = index, not negated
+        for compiled, text in ((self._name_set, name), (self._path_set, relative)):
+            if compiled is None:
+                continue
+            globs, meta = compiled
+            # Only the globs that could still win and whose literal end fits are run.
+            which = [number for number, (index, _, tail) in enumerate(meta) if index > best and text.endswith(tail)]
+            if not which:
+                continue
+            for number in globs.indices(globs.matching(text, is_dir, globs.start(which))):
+                index, negated, _ = meta[number]
+                if index > best:
+                    best, verdict = index, not negated
         return verdict
 
 
@@ -91,9 +139,9 @@ def _literal_tail(pattern: str) -> str:
     return "".join(reversed(tail))
 
 
-def parse(text: str, base: str) -> _Layer:
-    """The patterns of an ignore file whose folder is `base`."""
-    layer = _Layer(base)
+def parse(text: str, base: str, source: str = "") -> _Layer:
+    """The patterns of an ignore file whose folder is `base` (not compiled yet: see _Layer.compile)."""
+    layer = _Layer(base, source)
     for index, line in enumerate(text.splitlines()):
         # Trailing spaces are dropped unless escaped with a backslash.
         while line.endswith(" ") and not line.endswith("\\ "):
@@ -114,34 +162,22 @@ def parse(text: str, base: str) -> _Layer:
             continue
         if (not anchored and "\\" not in line and raw_body.startswith("*")
                 and not any(c in raw_body[1:] for c in _SPECIAL)):
-            layer.suffixes.append((raw_body[1:], index, negated, dirs_only))
+            layer.suffixes.setdefault(raw_body[1:], []).append((index, negated, dirs_only))
             continue
         pattern = _unescape(line)
-        try:
-            # A pattern without a `/` (but a trailing one) matches a name at any depth: it is matched
-            # against the name alone (anchored), which is the same and cheaper.
-            glob = compile_glob(pattern if anchored else "/" + pattern)
-        except GlobError:
-            continue  # git would ignore a pattern it cannot read too
-        (layer.globs if anchored else layer.name_globs).append((glob, index, negated, _literal_tail(pattern)))
+        # A pattern without a `/` (but a trailing one) matches a name at any depth: it is matched
+        # against the name alone (anchored), which is the same and cheaper.
+        layer.patterns.append((pattern if anchored else "/" + pattern, index, negated, _literal_tail(pattern),
+                               not anchored))
     return layer
 
 
 def _read_ignore_file(path: str) -> str | None:
     """The text of a regular file (never a link, a FIFO or a device), at most MAX_IGNORE_FILE_BYTES."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        return read_text(path, MAX_IGNORE_FILE_BYTES, follow=False, prefix=True)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_IGNORE_FILE_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data.decode("utf-8", "replace")
 
 
 def global_excludes_file() -> str:
@@ -157,15 +193,20 @@ class GitIgnore:
     def __init__(self) -> None:
         self._repo: dict[str, str | None] = {}
         self._layers: dict[str, tuple[_Layer, ...]] = {}
+        self._spent: dict[str, tuple[int, int, bool]] = {}  # folder -> (globs, characters, full) of its layers
+        self._verdicts: dict[tuple[str, bool], bool] = {}
+        self._notices: dict[str, str] = {}  # ignore file -> its problem (the global file: once for every repository)
 
     def repo_root(self, directory: str) -> str | None:
         """The closest folder at or above `directory` that holds `.git` (a folder, or a file as in
-        a worktree or a submodule)."""
+        a worktree or a submodule); None when there is none, or when that `.git` belongs to
+        another user (not root)."""
         known = self._repo.get(directory, False)
         if known is not False:
             return known
-        if os.path.lexists(os.path.join(directory, ".git")):
-            found = directory
+        git = os.path.join(directory, ".git")
+        if os.path.lexists(git):
+            found = directory if owned_by_user(git) else None
         else:
             parent = os.path.dirname(directory)
             found = self.repo_root(parent) if parent != directory else None
@@ -173,15 +214,17 @@ class GitIgnore:
         return found
 
     def _own(self, directory: str) -> list[_Layer]:
-        text = _read_ignore_file(os.path.join(directory, ".gitignore"))
-        layer = parse(text, directory) if text else None
+        path = os.path.join(directory, ".gitignore")
+        text = _read_ignore_file(path)
+        layer = parse(text, directory, path) if text else None
         return [layer] if layer else []
 
     def _repository_layers(self, root: str) -> list[_Layer]:
         layers = []
-        text = _read_ignore_file(global_excludes_file())
+        excludes = global_excludes_file()
+        text = _read_ignore_file(excludes)
         if text:
-            layers.append(parse(text, root))
+            layers.append(parse(text, root, excludes))
         git = os.path.join(root, ".git")
         git_dir = git
         if os.path.isfile(git):  # `gitdir: <path>`
@@ -189,10 +232,22 @@ class GitIgnore:
             first = pointer.splitlines()[0] if pointer.strip() else ""
             if first.startswith("gitdir:"):
                 git_dir = os.path.join(root, first[len("gitdir:"):].strip())
-        text = _read_ignore_file(os.path.join(git_dir, "info", "exclude"))
+        exclude = os.path.join(git_dir, "info", "exclude")
+        text = _read_ignore_file(exclude)
         if text:
-            layers.append(parse(text, root))
+            layers.append(parse(text, root, exclude))
         return [layer for layer in layers if layer]
+
+    def _compiled(self, layers: list[_Layer], spent: tuple[int, int, bool]) -> tuple[list[_Layer], tuple[int, int, bool]]:
+        """`layers` compiled with what the folders above them left of the volume bound."""
+        budget = GlobBudget(*spent)
+        for layer in layers:
+            layer.compile(budget)
+            if layer.left_out:
+                self._notices.setdefault(layer.source, f"more globs than the ignore files of a folder may hold "
+                                                       f"({MAX_GLOBS_PER_FILE} globs, {MAX_GLOB_CHARACTERS_PER_FILE} "
+                                                       f"characters together); the last {layer.left_out} are ignored")
+        return layers, (budget.count, budget.characters, budget.full)
 
     def layers(self, directory: str) -> tuple[_Layer, ...]:
         """The patterns that apply to the entries of `directory` (absolute), lowest precedence first."""
@@ -202,23 +257,44 @@ class GitIgnore:
         root = self.repo_root(directory)
         if root is None:
             found: tuple[_Layer, ...] = ()
+            spent = (0, 0, False)
         elif directory == root:
-            found = tuple(self._repository_layers(root) + self._own(directory))
+            own, spent = self._compiled(self._repository_layers(root) + self._own(directory), (0, 0, False))
+            found = tuple(own)
         else:
-            found = self.layers(os.path.dirname(directory)) + tuple(self._own(directory))
+            parent = os.path.dirname(directory)
+            above = self.layers(parent)
+            own, spent = self._compiled(self._own(directory), self._spent.get(parent, (0, 0, False)))
+            found = above + tuple(own)
         self._layers[directory] = found
+        self._spent[directory] = spent
         return found
+
+    def take_notices(self) -> list[tuple[str, str]]:
+        """(ignore file, problem) for each file whose globs went past the volume bound, once."""
+        taken = [item for item in self._notices.items() if item[1]]
+        self._notices = dict.fromkeys(self._notices, "")  # said: never again
+        return taken
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Whether git ignores the entry `path` (absolute) of a folder the walk is in."""
+        key = (path, is_dir)
+        known = self._verdicts.get(key)
+        if known is not None:
+            return known
         directory, name = os.path.split(path)
+        found = False
         for layer in reversed(self.layers(directory)):
             base = layer.base
             relative = path[len(base) + 1:] if path.startswith(base + os.sep) else os.path.relpath(path, base)
             verdict = layer.verdict(relative.replace(os.sep, "/"), name, is_dir)
             if verdict is not None:
-                return verdict
-        return False
+                found = verdict
+                break
+        if len(self._verdicts) >= 65536:
+            self._verdicts.clear()
+        self._verdicts[key] = found
+        return found
 
     def ignored_with_parents(self, path: str, is_dir: bool) -> bool:
         """Whether `path` or one of its folders below the repository's root is ignored (a path

@@ -138,9 +138,16 @@ def _escape_replaced(line: str) -> str | None:
 
 
 def _syntax_problem(text: str) -> str | None:
+    """Why a cell does not parse, None when it does. A cell in the syntax of a newer Python than this
+    one parses (it is analysed with that syntax blanked, as a file is: analysis/compat.py)."""
+    from fabric_lsp.analysis.compat import own_syntax_error
+
     try:
         ast.parse(text)
-    except SyntaxError as error:
+    except SyntaxError:
+        error = own_syntax_error(text, ast.parse)
+        if error is None:
+            return None
         return f"{error.msg} (line {error.lineno})" if error.lineno else str(error.msg)
     except (ValueError, MemoryError, RecursionError) as error:
         return type(error).__name__
@@ -148,11 +155,7 @@ def _syntax_problem(text: str) -> str | None:
 
 
 def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return True
+    return _syntax_problem(text) is None
 
 
 class _LogicalLines:

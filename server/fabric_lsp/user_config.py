@@ -10,6 +10,12 @@ its `.venv` is read as files, never executed. This file lives outside every repo
     trusted = true                  # trust every workspace: its `python` setting and its .venv may run
     trusted-paths = ["~/work"]      # trust workspaces at or under these folders only
     replace-records = true          # `extend-records` may replace built-in records (not only add)
+    allow-programs-in-hooks = true  # `check --python`/`--trust-workspace` allowed in a pre-commit hook
+    record-paths = ["~/kb"]         # record folders outside a repository that its `extend-records` may name
+
+A pre-commit hook's options come from the repository's `.pre-commit-config.yaml` (its `args:`), so
+under pre-commit (`PRE_COMMIT=1`) `check` refuses the options that run programs unless
+`allow-programs-in-hooks` is true here.
 
 Like the project config, a bad value is reported in one line and replaced by its default.
 """
@@ -21,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabric_lsp.files import MAX_SETTINGS_BYTES, read_bytes, reason
+
 ENV_PATH = "FABRIC_LSP_USER_CONFIG"
-_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class UserConfig:
     trusted: bool = False
     trusted_paths: tuple[str, ...] = ()
     replace_records: bool = False
+    allow_programs_in_hooks: bool = False
+    record_paths: tuple[str, ...] = ()  # real paths
 
     def trusts(self, root: str | os.PathLike[str] | None) -> bool:
         """True when the workspace at `root` may choose programs for us to run."""
@@ -44,6 +53,16 @@ class UserConfig:
             if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
                 return True
         return False
+
+    def allows_records(self, folder: str, settings_folder: str) -> bool:
+        """May a settings file in `settings_folder` load the records of `folder`? Inside that
+        folder (real paths: a link leading out is outside), in a trusted workspace, or at or under
+        one of `record-paths`."""
+        real = os.path.realpath(folder)
+        inside = [os.path.realpath(settings_folder), *self.record_paths]
+        if any(real == base or real.startswith(base.rstrip(os.sep) + os.sep) for base in inside):
+            return True
+        return self.trusts(settings_folder)
 
 
 def user_config_path() -> Path:
@@ -65,15 +84,13 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
     path = path if path is not None else user_config_path()
     source = str(path)
     try:
-        if not path.is_file():
+        if not path.is_file():  # missing, or /dev/null to do without one
             return UserConfig(), []
-        if path.stat().st_size > _MAX_BYTES:
-            return UserConfig(), [_problem(source, "(file)", f"larger than {_MAX_BYTES} bytes")]
         if _toml is None:
             return UserConfig(), [_problem(source, "(file)", "reading TOML needs Python 3.11+ or tomli")]
-        document = _toml.loads(path.read_bytes().decode("utf-8"))
+        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))  # regular files only
     except OSError as error:
-        return UserConfig(), [_problem(source, "(file)", f"cannot read: {error.strerror or error}")]
+        return UserConfig(), [_problem(source, "(file)", f"cannot read: {reason(error)}")]
     except (ValueError, UnicodeDecodeError) as error:  # TOMLDecodeError is a ValueError
         return UserConfig(), [_problem(source, "(file)", f"invalid TOML: {error}")]
     fields: dict[str, Any] = {"path": source}
@@ -88,17 +105,18 @@ def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
                 fields["python"] = os.path.abspath(candidate)
             else:
                 problems.append(_problem(source, key, f"expected a path to a Python interpreter, got {value!r}"))
-        elif key in ("trusted", "replace-records"):
+        elif key in ("trusted", "replace-records", "allow-programs-in-hooks"):
             if isinstance(value, bool):
                 fields[key.replace("-", "_")] = value
             else:
                 problems.append(_problem(source, key, f"expected true or false, got {value!r}"))
-        elif key == "trusted-paths":
+        elif key in ("trusted-paths", "record-paths"):
             if isinstance(value, list) and all(isinstance(item, str) and item for item in value):
-                fields["trusted_paths"] = tuple(os.path.realpath(os.path.expanduser(item)) for item in value)
+                fields[key.replace("-", "_")] = tuple(os.path.realpath(os.path.expanduser(item)) for item in value)
             else:
                 problems.append(_problem(source, key, "expected a list of folders"))
         else:
             problems.append(_problem(source, str(raw_key), "unknown key (known keys: python, trusted, "
-                                                           "trusted-paths, replace-records)"))
+                                                           "trusted-paths, replace-records, "
+                                                           "allow-programs-in-hooks, record-paths)"))
     return UserConfig(**fields), problems

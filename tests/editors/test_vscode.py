@@ -240,12 +240,23 @@ def _plain(markdown: str) -> str:
 
 
 def _run_workbench(vsix: Path, root: Path, artifacts: Path, driver_args: list[str],
-                   user_settings: dict | None = None) -> dict:
+                   user_settings: dict | None = None, machine_settings: dict | None = None,
+                   workspace_trust: bool = False) -> dict:
     """Install the .vsix into a fresh code-server, run the driver against `root / "ws"`, return its result.json.
-    `user_settings` are added to USER_SETTINGS (the user's settings.json)."""
+    `user_settings` are added to USER_SETTINGS (the user's settings.json). `machine_settings`: the user's
+    settings for the machine the extension host runs on (code-server's `Machine/settings.json`, the Settings
+    editor's "Remote" tab): the workbench is remote to code-server's extension host, so VS Code takes settings
+    of scope `machine`/`machine-overridable` (`fabric-lsp.path`, `interpreter`) from there and ignores them in
+    the user's settings.json. `workspace_trust`: VS Code's workspace trust on (code-server without
+    --disable-workspace-trust), so the folder, not trusted yet, opens in Restricted Mode (no startup prompt)."""
     workspace, user, extensions = root / "ws", root / "user", root / "extensions"
     (user / "User").mkdir(parents=True)
-    (user / "User" / "settings.json").write_text(json.dumps({**USER_SETTINGS, **(user_settings or {})}, indent=2))
+    trust = {"security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never"}
+    settings = {**USER_SETTINGS, **(trust if workspace_trust else {}), **(user_settings or {})}
+    (user / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    if machine_settings:
+        (user / "Machine").mkdir()
+        (user / "Machine" / "settings.json").write_text(json.dumps(machine_settings, indent=2))
     artifacts.mkdir(parents=True, exist_ok=True)
 
     env = _node_env()
@@ -276,7 +287,8 @@ def _run_workbench(vsix: Path, root: Path, artifacts: Path, driver_args: list[st
         with open(log, "w") as log_file:
             server = subprocess.Popen(
                 base + ["--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry",
-                        "--disable-update-check", "--disable-workspace-trust", str(workspace)],
+                        "--disable-update-check", *([] if workspace_trust else ["--disable-workspace-trust"]),
+                        str(workspace)],
                 env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
             )
         try:
@@ -656,7 +668,7 @@ PATH_ARTIFACTS = ARTIFACTS / "path"
 
 @pytest.fixture(scope="module")
 def path_session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A third session: `fabric-lsp.path` in the user settings, the first steps on the realistic script."""
+    """A third session: `fabric-lsp.path` in the user's (machine) settings, the first steps on the realistic script."""
     assert INSTALLED_FABRIC_LSP.is_file(), f"{INSTALLED_FABRIC_LSP}: pip install -e . first"
     root = tmp_path_factory.mktemp("vscode-path")
     workspace = root / "ws"
@@ -668,7 +680,7 @@ def path_session(vsix: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     return _run_workbench(
         vsix, root, PATH_ARTIFACTS,
         ["--file", "train.py", "--skip", "restart,explain,fixAllOnSave,liveSettings,noPython"],
-        user_settings={"fabric-lsp.path": str(INSTALLED_FABRIC_LSP)},
+        machine_settings={"fabric-lsp.path": str(INSTALLED_FABRIC_LSP)},
     )
 
 

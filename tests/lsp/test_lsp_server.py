@@ -141,7 +141,7 @@ def test_tcp_transport(tmp_path):
     stderr_path = tmp_path / "stderr.txt"
     process = subprocess.Popen(
         [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"],
-        env=server_env(FABRIC_LSP_TOKEN="s3cret-for-this-test"),
+        env=server_env(FABRIC_LSP_TOKEN="s3cret-for-this-test-only"),
         stderr=stderr_path.open("wb"),
     )
     try:
@@ -165,7 +165,7 @@ def test_tcp_transport(tmp_path):
                             "processId": None,
                             "rootUri": tmp_path.as_uri(),
                             "capabilities": {},
-                            "initializationOptions": {"token": "s3cret-for-this-test"},
+                            "initializationOptions": {"token": "s3cret-for-this-test-only"},
                         },
                     }
                 )

@@ -46,3 +46,32 @@ def user_config_env(tmp: Path, text: str = "") -> dict[str, str]:
     env["FABRIC_LSP_USER_CONFIG"] = str(path)
     env.pop("VIRTUAL_ENV", None)
     return env
+
+
+# -- costs, counted in CPU time (a busy machine stretches wall time, not CPU time) -----------------
+
+
+def run_check_measured(cwd: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None,
+                       cache: bool = False):
+    """`python -m fabric_lsp check ARGS` in `cwd` (with --no-cache unless `cache`): the completed
+    process and the CPU seconds it (and the workers it waited for) spent."""
+    import resource
+    import subprocess
+    import sys
+
+    environment = {**os.environ, **(env or {})}
+    environment["PYTHONPATH"] = str(REPO_ROOT / "server")
+    environment.pop("VIRTUAL_ENV", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", *([] if cache else ["--no-cache"]), *args],
+                            cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout,
+                            stdin=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds a live process (a language server) and its reaped children have spent so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(value) for value in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_COMMAND = [sys.executable, "-m", "fabric_lsp", "serve"]
@@ -60,12 +64,12 @@ def free_port() -> int:
 
 
 class TcpServer:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, token: str | None = TOKEN) -> None:
         self.port = free_port()
         self.stderr_path = tmp_path / "server-stderr.txt"
         self.process = subprocess.Popen(
             [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{self.port}"],
-            env=server_env(FABRIC_LSP_TOKEN=TOKEN),
+            env=server_env(**({"FABRIC_LSP_TOKEN": token} if token is not None else {})),
             stdout=subprocess.DEVNULL,
             stderr=self.stderr_path.open("wb"),
         )
@@ -100,10 +104,10 @@ def closed_without_answer(connection: socket.socket) -> tuple[bool, float]:
     return received == b"", time.monotonic() - started
 
 
-def serves_the_real_client(server: TcpServer, root: Path) -> None:
+def serves_the_real_client(server: TcpServer, root: Path, token: str = TOKEN) -> None:
     """The right token still gets a full session, after whatever was refused before."""
     with server.connect() as connection, connection.makefile("rb") as stream:
-        connection.sendall(initialize(root, {"token": TOKEN}))
+        connection.sendall(initialize(root, {"token": token}))
         response = read_frame(stream)
         assert response["id"] == 1 and response["result"]["serverInfo"]["name"] == "fabric-lsp"
         connection.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
@@ -112,7 +116,7 @@ def serves_the_real_client(server: TcpServer, root: Path) -> None:
         assert server.process.wait(TIMEOUT) == 0
 
 
-def test_non_loopback_host_and_missing_token_are_refused():
+def test_non_loopback_host_is_refused():
     for address in ("0.0.0.0:2087", "192.0.2.7:2087", "[::]:2087", "example.com:2087"):
         completed = subprocess.run(
             [*SERVER_COMMAND, "--tcp", address, "--token", TOKEN],
@@ -121,12 +125,6 @@ def test_non_loopback_host_and_missing_token_are_refused():
         assert completed.returncode == 2, address
         assert "not a loopback address" in completed.stderr
         assert len(completed.stderr.strip().splitlines()) == 1 and "Traceback" not in completed.stderr
-    completed = subprocess.run(
-        [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{free_port()}"],
-        env=server_env(), capture_output=True, text=True, timeout=TIMEOUT,
-    )
-    assert completed.returncode == 2
-    assert "needs a token" in completed.stderr and "Traceback" not in completed.stderr
 
 
 def test_http_request_and_oversized_frame_closed_without_reading_a_body(tmp_path):
@@ -182,5 +180,94 @@ def test_silent_connection_closed_after_30_seconds(tmp_path):
             assert closed and 25 < seconds < 45, seconds
         serves_the_real_client(server, tmp_path)
         assert "within 30 s" in server.stderr()
+    finally:
+        server.stop()
+
+
+# -- issue 24, item 14: the token is strong, and guessing it is slow ------------------------------------
+
+WEAK_TOKENS = {
+    "1234": "4 decimal digits are about 13 bits",  # brute-forced in 4-5 s before
+    "s3cret-for-this-test": "20 base64 characters are about 120 bits",
+    "0123456789abcdef0123456789abcde": "31 hexadecimal digits are about 124 bits",
+    "0" * 40: "1 different characters",
+    "": "empty",
+}
+
+
+@pytest.mark.parametrize("token", sorted(WEAK_TOKENS), ids=lambda token: token[:8] or "empty")
+def test_weak_tokens_are_refused(token):
+    for arguments, env, source in ((["--token", token], server_env(), "--token"),
+                                   ([], server_env(FABRIC_LSP_TOKEN=token), "FABRIC_LSP_TOKEN")):
+        if source == "FABRIC_LSP_TOKEN" and not token:
+            continue  # an empty variable is unset: a token is generated (test_generated_token_...)
+        completed = subprocess.run([*SERVER_COMMAND, "--tcp", f"127.0.0.1:{free_port()}", *arguments],
+                                   env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        assert completed.returncode == 2, completed.stderr
+        lines = completed.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"fabric-lsp: error: {source}: "), lines
+        assert WEAK_TOKENS[token] in lines[0] and "Traceback" not in completed.stderr
+
+
+def test_generated_token_is_printed_and_serves_the_client(tmp_path):
+    """No --token and no FABRIC_LSP_TOKEN: a random 256-bit token, printed on stderr for the client."""
+    server = TcpServer(tmp_path, token=None)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "initializationOptions.token" not in server.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        line = next(line for line in server.stderr().splitlines() if "initializationOptions.token" in line)
+        token = line.rsplit(": ", 1)[1]
+        assert len(token) >= 43 and re.fullmatch(r"[A-Za-z0-9_-]+", token), line
+        serves_the_real_client(server, tmp_path, token)
+    finally:
+        server.stop()
+
+
+def guesses_answered(server: TcpServer, threads: int, seconds: float) -> int:
+    """Wrong tokens sent by `threads` guessers, one connection each, for `seconds`: how many were
+    answered (the connection closed by the server) within that time. Unanswered ones are closed."""
+    answered = []
+    stop = time.monotonic() + seconds
+
+    def guesser(number: int) -> None:
+        attempt = 0
+        while time.monotonic() < stop:
+            with server.connect(timeout=10) as connection:
+                connection.settimeout(max(stop - time.monotonic(), 0.01))
+                connection.sendall(initialize(REPO, {"token": f"guess-{number}-{attempt:06d}"}))
+                try:
+                    if connection.recv(1) == b"":
+                        answered.append(time.monotonic())
+                except (socket.timeout, ConnectionResetError):
+                    pass
+            attempt += 1
+
+    workers = [threading.Thread(target=guesser, args=(number,)) for number in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return sum(1 for when in answered if when <= stop)
+
+
+def test_guessing_is_throttled_across_connections(tmp_path):
+    """Before: about 900 wrong tokens a second on one connection after another (2,700 in 3 s), 1,300
+    a second with 8 guessers. Now the n-th failure in a row delays the next check by 0.1 * 2**(n-1)
+    s (at most 2 s), whatever connection it comes on: about 5 answers in 3 s. The real client still
+    gets in once the guessers stop (a wait of at most the 2 s cap)."""
+    server = TcpServer(tmp_path)
+    try:
+        server.connect().close()  # listening (an empty connection is not a guess): the clock starts now
+        sequential = guesses_answered(server, threads=1, seconds=3.0)
+        assert 1 <= sequential <= 8, sequential
+        parallel = guesses_answered(server, threads=8, seconds=3.0)  # new connections do not reset it
+        print(f"wrong tokens answered: {sequential} in 3 s one after another, then {parallel} in 3 s by 8 guessers")
+        assert parallel <= 4, parallel  # at the 2 s cap by now
+        started = time.monotonic()
+        serves_the_real_client(server, tmp_path)
+        assert time.monotonic() - started < 15  # the cap (2 s), with room for a busy machine
+        stderr = server.stderr()
+        assert "the next check waits 2 s" in stderr and "Traceback" not in stderr
     finally:
         server.stop()

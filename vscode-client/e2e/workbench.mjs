@@ -3,12 +3,15 @@
 // the quick fix from the lightbulb menu, restart the server, explain an error, fix all on save. With
 // --notebook: open a Jupyter notebook, find the squiggle in its cell, hover, change a setting, apply the
 // quick fix, save; fix all on save in more notebooks (--notebook-save, --notebook-cell-save).
+// With --untrusted: a folder in Restricted Mode whose user settings name a program in it; records whether
+// that program left its marker (--marker) before and after the user trusts the folder.
 // Writes what it saw to <artifacts>/result.json and a screenshot per step; tests/editors/test_vscode.py
 // starts code-server, runs this script and asserts on the result.
 //
 // Usage: node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --file NAME --save-file NAME
 //        node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --notebook NAME
 //                           [--notebook-save NAME] [--notebook-cell-save NAME]
+//        node workbench.mjs --url URL --workspace DIR --artifacts DIR --report FILE --untrusted --file NAME --marker FILE
 //        --skip STEP,STEP: steps not to run (recorded as { ok: true, skipped: true })
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +30,9 @@ const { values: opt } = parseArgs({
     notebook: { type: "string" },
     "notebook-save": { type: "string" },
     "notebook-cell-save": { type: "string" },
+    // With --untrusted the Restricted Mode steps run instead of the file steps.
+    untrusted: { type: "boolean", default: false },
+    marker: { type: "string" },
     chromium: { type: "string", default: process.env.CHROMIUM || "/usr/lib/chromium/chromium" },
     "diagnostics-timeout": { type: "string", default: "120" },
     skip: { type: "string", default: "" },
@@ -713,8 +719,68 @@ async function notebookSteps() {
   }
 }
 
+const markerText = () => (existsSync(opt.marker) ? readFileSync(opt.marker, "utf8") : null);
+
+async function untrustedSteps() {
+  await step("open", page, async () => {
+    await page.goto(`${opt.url}/?folder=${encodeURIComponent(opt.workspace)}`, { waitUntil: "domcontentloaded" });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    // VS Code's own word that the folder is in Restricted Mode: the status bar item.
+    const indicator = page.locator('[id="status.workspaceTrust"]').first();
+    await indicator.waitFor({ state: "visible", timeout: 30000 });
+    await openFromExplorer(page, opt.file);
+    return { indicator: await indicator.innerText(), screenshot: await screenshot(page, "restricted-open") };
+  });
+
+  await step("restricted", page, async () => {
+    // Started and analysing: every launch decision has been taken (and any program it chose has run).
+    const seen = await waitFor(() => {
+      const r = fileReport(opt.file);
+      return r && r.report.state === "Running" && r.file.diagnostics.length ? r : undefined;
+    }, DIAG_TIMEOUT, "the server to run and report the file's diagnostics");
+    const file = await screenshot(page, "restricted-running");
+    return {
+      marker: markerText(),
+      trusted: seen.report.trusted,
+      state: seen.report.state,
+      launchSource: seen.report.launchSource,
+      serverCommand: seen.report.serverCommand,
+      analysisPython: seen.report.analysisPython,
+      ignoredSettings: seen.report.ignoredSettings,
+      starts: seen.report.starts,
+      diagnostics: seen.file.diagnostics,
+      screenshot: file,
+    };
+  });
+
+  await step("trust", page, async () => {
+    // The user trusts the folder (Workspace Trust editor, "Trust"): the setting applies from then on.
+    const before = hookReport();
+    await runCommand(page, "Workspaces: Manage Workspace Trust");
+    const trust = page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust$/ }).first();
+    await trust.waitFor({ state: "visible", timeout: 20000 });
+    const editorShot = await screenshot(page, "trust-editor");
+    await trust.click();
+    const after = await waitFor(() => {
+      const r = hookReport();
+      return r && r.trusted && r.starts > before.starts && r.state === "Running" ? r : undefined;
+    }, DIAG_TIMEOUT, "the server to restart in the trusted workspace");
+    return {
+      marker: markerText(),
+      trusted: after.trusted,
+      state: after.state,
+      launchSource: after.launchSource,
+      serverCommand: after.serverCommand,
+      ignoredSettings: after.ignoredSettings,
+      startsBefore: before.starts,
+      startsAfter: after.starts,
+      screenshots: [editorShot, await screenshot(page, "trusted")],
+    };
+  });
+}
+
 try {
-  await (opt.notebook ? notebookSteps() : fileSteps());
+  await (opt.untrusted ? untrustedSteps() : opt.notebook ? notebookSteps() : fileSteps());
 } catch (error) {
   // A failed step is in result.json already; the steps after it depend on it.
   if (!(error instanceof StepFailed)) result.errors.push(String(error?.stack ?? error));

@@ -70,6 +70,10 @@ class FabricLsp implements vscode.Disposable {
   private starts = 0;
   private notifiedNoPython = false;
   private lastAnalysisPython: string | null = null;
+  /** Program settings the last start did not apply (untrusted workspace), as logged. */
+  private ignoredSettings: string[] = [];
+  /** The launch settings (launchSettings()) of the last start, as JSON. */
+  private startedWith: string | undefined;
   /** start/stop/restart run one after another, never interleaved. */
   private queue: Promise<void> = Promise.resolve();
   private readonly status: vscode.LanguageStatusItem;
@@ -92,6 +96,8 @@ class FabricLsp implements vscode.Disposable {
       serverCommand: this.plan ? [this.plan.command, ...this.plan.args] : undefined,
       analysisPython: this.lastAnalysisPython,
       starts: this.starts,
+      trusted: vscode.workspace.isTrusted,
+      ignoredSettings: this.ignoredSettings,
     }));
     this.disposables.push(this.status, this.python);
     if (this.hook) this.disposables.push(this.hook);
@@ -172,6 +178,35 @@ class FabricLsp implements vscode.Disposable {
     });
   }
 
+  /**
+   * Restart unless a running server was started from the same launch settings. Granting workspace trust
+   * fires both onDidGrantWorkspaceTrust and a change of the restricted settings: one restart for both.
+   * Resolves to whether it restarted.
+   */
+  async restartIfChanged(): Promise<boolean> {
+    let restarted = false;
+    await this.enqueue(async () => {
+      if (this.runningClient && this.startedWith === JSON.stringify(this.launchSettings())) return;
+      restarted = true;
+      await this.doStop();
+      await this.doStart();
+    });
+    return restarted;
+  }
+
+  /** What the server process depends on: the program settings as VS Code gives them now, and trust. */
+  private launchSettings() {
+    const config = vscode.workspace.getConfiguration(SECTION, this.folder?.uri);
+    return {
+      path: config.get<string>("path") ?? "",
+      interpreter: config.get<string>("interpreter") ?? "",
+      importStrategy: config.get<ImportStrategy>("importStrategy") ?? "bundled",
+      trusted: vscode.workspace.isTrusted,
+      workspaceFolder: this.folder?.uri.fsPath,
+      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath),
+    };
+  }
+
   private async doStart(): Promise<void> {
     if (this.client) return;
     if (!this.enabled) {
@@ -181,17 +216,16 @@ class FabricLsp implements vscode.Disposable {
     }
     this.setStatus("starting");
     const scope = this.folder?.uri;
-    const config = vscode.workspace.getConfiguration(SECTION, scope);
+    const settings = this.launchSettings();
+    this.startedWith = JSON.stringify(settings);
     const result = await resolveLaunch({
-      path: config.get<string>("path") ?? "",
-      interpreter: config.get<string>("interpreter") ?? "",
-      importStrategy: config.get<ImportStrategy>("importStrategy") ?? "bundled",
-      trusted: vscode.workspace.isTrusted,
-      workspaceFolder: this.folder?.uri.fsPath,
+      ...settings,
       env: process.env,
       launcher: this.context.asAbsolutePath(path.join("bundled", "tool", "launch.py")),
       pythonExtensionInterpreter: () => this.python.interpreter(scope),
     });
+    this.ignoredSettings = result.ignored;
+    for (const line of result.ignored) this.log.warn(line);
     if (!result.ok) {
       this.plan = undefined;
       this.log.error(result.message);
@@ -370,12 +404,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       const changed = changedKeys((key) => event.affectsConfiguration(key));
-      if (changed.enable || changed.restart) await lsp.restart();
-      else if (changed.live) await lsp.settingsChanged();
+      if (changed.enable) {
+        await lsp.restart();
+        return;
+      }
+      // A new server reads every setting; without a restart the live ones are sent.
+      const restarted = changed.restart && (await lsp.restartIfChanged());
+      if (!restarted && changed.live) await lsp.settingsChanged();
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
-      log.info("the workspace is now trusted: restarting with the workspace's interpreter");
-      void lsp.restart();
+      log.info("the workspace is now trusted: restarting with the workspace's interpreter and settings");
+      void lsp.restartIfChanged();
     }),
   );
   lsp.watchSelectedPython();

@@ -82,18 +82,80 @@ export function expandPath(value: string, context: ExpandContext): string {
   return result;
 }
 
-/** The first executable file called `name` in PATH, like `which`. */
-export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+/**
+ * The first executable file called `name` in PATH, like `which`, as an absolute path (a relative PATH entry
+ * is taken from this process's folder, where it was checked, not from the server's working folder).
+ * `passOver` skips a candidate (and says why in `passedOver`).
+ */
+export function findOnPath(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  passOver?: (candidate: string) => string | undefined,
+  passedOver?: string[],
+): string | undefined {
   if (name.includes("/") || name.includes(path.sep)) return isExecutable(name) ? name : undefined;
   const dirs = (env.PATH ?? env.Path ?? "").split(path.delimiter).filter(Boolean);
   const exts = process.platform === "win32" ? (env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";") : [""];
   for (const dir of dirs) {
     for (const ext of exts) {
-      const candidate = path.join(dir, name + ext);
-      if (isExecutable(candidate)) return candidate;
+      const candidate = path.resolve(dir, name + ext);
+      if (!isExecutable(candidate)) continue;
+      const why = passOver?.(candidate);
+      if (!why) return candidate;
+      passedOver?.push(`${candidate} (on PATH): ${why}`);
     }
   }
   return undefined;
+}
+
+const CASE_INSENSITIVE_FS = process.platform === "win32" || process.platform === "darwin";
+
+function realOrSelf(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+function isWithin(file: string, folder: string): boolean {
+  const norm = (p: string) => (CASE_INSENSITIVE_FS ? path.resolve(p).toLowerCase() : path.resolve(p));
+  const relative = path.relative(norm(folder), norm(file));
+  return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+}
+
+/**
+ * The workspace folder a program lies in, as written or once its links are followed (either way the
+ * workspace decides what runs), or undefined.
+ */
+export function folderHolding(program: string, folders: readonly string[]): string | undefined {
+  const real = realOrSelf(program);
+  return folders.find((folder) => {
+    const realFolder = realOrSelf(folder);
+    return [program, real].some((file) => isWithin(file, folder) || isWithin(file, realFolder));
+  });
+}
+
+const WORKSPACE_VARIABLE = /\$\{workspaceFolder(?::[^}]*)?\}/;
+
+/**
+ * Why an untrusted workspace may not run the program a `fabric-lsp.path`/`interpreter` value names, or
+ * undefined when it may: the workspace decides what a `${workspaceFolder}` or relative path (taken from the
+ * workspace folder) runs, and what lies inside its folders. Absolute paths, `~`, `${userHome}`, `${env:NAME}`
+ * and bare names looked up on PATH are the user's.
+ * `program`: the file the value resolves to (undefined when not found).
+ */
+export function untrustedProgramRefusal(
+  value: string,
+  program: string | undefined,
+  context: ExpandContext & { folders: readonly string[] },
+): string | undefined {
+  const userExpanded = expandPath(value, { env: context.env, home: context.home });
+  if (WORKSPACE_VARIABLE.test(value) || WORKSPACE_VARIABLE.test(userExpanded)) return "it names the workspace folder";
+  const looksLikePath = userExpanded.includes("/") || userExpanded.includes(path.sep);
+  if (looksLikePath && !path.isAbsolute(userExpanded)) return "a relative path is taken from the workspace folder";
+  const holding = program && folderHolding(program, context.folders);
+  return holding ? `${program} lies inside the workspace folder ${holding}` : undefined;
 }
 
 function isExecutable(file: string): boolean {
@@ -153,6 +215,8 @@ export interface LaunchPlan {
   pythonVersion?: string;
   /** Interpreters looked at and passed over, with the reason (for the log). */
   skipped: string[];
+  /** Settings not applied because the workspace is untrusted, one line each (for the log). */
+  ignored: string[];
 }
 
 export interface LaunchFailure {
@@ -161,6 +225,8 @@ export interface LaunchFailure {
   message: string;
   /** Every candidate and why it was not usable (for the log). */
   details: string[];
+  /** Settings not applied because the workspace is untrusted, one line each (for the log). */
+  ignored: string[];
 }
 
 export interface LaunchInputs {
@@ -169,9 +235,15 @@ export interface LaunchInputs {
   /** `fabric-lsp.interpreter` (unexpanded). */
   interpreter: string;
   importStrategy: ImportStrategy;
-  /** Workspace trust: an untrusted workspace never picks the interpreter. */
+  /**
+   * Workspace trust: an untrusted workspace never picks the interpreter, and nothing inside it is run, even
+   * when a user setting names it.
+   */
   trusted: boolean;
+  /** The folder `${workspaceFolder}` and relative paths stand for (the first one). */
   workspaceFolder?: string;
+  /** Every folder of the workspace (default: `workspaceFolder`): untrusted, none of their programs runs. */
+  workspaceFolders?: readonly string[];
   env: NodeJS.ProcessEnv;
   home?: string;
   /** bundled/tool/launch.py inside the installed extension. */
@@ -188,19 +260,49 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
   const probe = inputs.probe ?? ((command: string) => probePython(command));
   const expand = (value: string) => expandPath(value, { workspaceFolder: inputs.workspaceFolder, env: inputs.env, home: inputs.home });
   const skipped: string[] = [];
+  const ignored: string[] = [];
+  const folders = inputs.workspaceFolders ?? (inputs.workspaceFolder ? [inputs.workspaceFolder] : []);
+  // Untrusted: a program inside a workspace folder is never run, wherever its name comes from.
+  const outsideWorkspace = (candidate: string) => {
+    if (inputs.trusted) return undefined;
+    const holding = folderHolding(candidate, folders);
+    return holding && `lies inside the untrusted workspace folder ${holding}`;
+  };
+  const onPath = (name: string) => findOnPath(name, inputs.env, outsideWorkspace, skipped);
 
-  if (inputs.path.trim()) {
-    const wanted = expand(inputs.path);
-    const found = findOnPath(wanted, inputs.env);
+  /**
+   * The program a path/interpreter setting names (`resolve` finds it from the expanded value), or undefined
+   * when unset, or ignored: untrusted, a program the workspace decides is treated as unset, in one log line.
+   */
+  const programSetting = (key: "path" | "interpreter", resolve: (wanted: string) => string | undefined) => {
+    const value = inputs[key];
+    if (!value.trim()) return undefined;
+    const wanted = expand(value);
+    const program = resolve(wanted);
+    if (inputs.trusted) return { wanted, program };
+    const refusal = untrustedProgramRefusal(value, program, { env: inputs.env, home: inputs.home, folders });
+    if (!refusal) return { wanted, program };
+    ignored.push(
+      `fabric-lsp.${key} (${JSON.stringify(value)}) is ignored: the workspace is untrusted (Restricted Mode) and ` +
+        `${refusal}; going on as if it were unset. Trust the workspace to use it.`,
+    );
+    return undefined;
+  };
+
+  const pathSetting = programSetting("path", (wanted) => findOnPath(wanted, inputs.env));
+  if (pathSetting) {
+    const { wanted, program: found } = pathSetting;
     if (!found) {
       return {
         ok: false,
         message: `fabric-lsp.path is set to "${wanted}", which is not an executable file. Fix the path or clear the setting to use the bundled server.`,
         details: [`fabric-lsp.path ${wanted}: not found or not executable`],
+        ignored,
       };
     }
-    const ownPython = shebangPython(found, inputs.env) ?? findOnPath("python3", inputs.env) ?? findOnPath("python", inputs.env);
-    return { ok: true, source: "path", command: found, args: ["serve"], env: {}, untrustedAnalysisPython: ownPython, skipped };
+    const shebang = shebangPython(found, inputs.env);
+    const ownPython = (shebang && !outsideWorkspace(shebang) ? shebang : undefined) ?? onPath("python3") ?? onPath("python");
+    return { ok: true, source: "path", command: found, args: ["serve"], env: {}, untrustedAnalysisPython: ownPython, skipped, ignored };
   }
 
   const strategy: ImportStrategy = inputs.trusted ? inputs.importStrategy : "bundled";
@@ -215,18 +317,23 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
     untrustedAnalysisPython: python,
     pythonVersion: result.version,
     skipped,
+    ignored,
   });
 
   // An interpreter named in the settings is what the user asked for: no silent fallback when it is unusable.
-  if (inputs.interpreter.trim()) {
-    const wanted = expand(inputs.interpreter);
-    const found = findOnPath(wanted, inputs.env) ?? wanted;
+  const interpreterSetting = programSetting("interpreter", (wanted) =>
+    findOnPath(wanted, inputs.env) ?? (path.isAbsolute(wanted) ? wanted : undefined),
+  );
+  if (interpreterSetting) {
+    const { wanted } = interpreterSetting;
+    const found = interpreterSetting.program ?? wanted;
     const result = await probe(found);
     if (result.ok) return plan("interpreter setting", found, result);
     return {
       ok: false,
       message: `fabric-lsp.interpreter is set to "${wanted}", which ${result.reason}. ${HOW_TO_FIX}`,
       details: [`fabric-lsp.interpreter ${wanted}: ${result.reason}`],
+      ignored,
     };
   }
 
@@ -246,7 +353,7 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
     skipped.push("Python extension's interpreter: not used in an untrusted workspace");
   }
 
-  const python3 = findOnPath("python3", inputs.env) ?? findOnPath("python", inputs.env);
+  const python3 = onPath("python3") ?? onPath("python");
   if (python3) {
     const result = await probe(python3);
     if (result.ok) return plan("python3 on PATH", python3, result);
@@ -258,6 +365,7 @@ export async function resolveLaunch(inputs: LaunchInputs): Promise<LaunchPlan | 
     ok: false,
     message: `Fabric LSP found no usable Python to run its server. ${HOW_TO_FIX}`,
     details: skipped,
+    ignored,
   };
 }
 

@@ -12,6 +12,8 @@ export interface HookState {
   serverCommand?: string[];
   analysisPython: string | null;
   starts: number;
+  trusted: boolean;
+  ignoredSettings: string[];
 }
 
 function hoverText(hovers: vscode.Hover[] | undefined): string[] {

@@ -9,6 +9,8 @@ import {
   analysisInterpreter,
   expandPath,
   findOnPath,
+  folderHolding,
+
   type LaunchFailure,
   type LaunchInputs,
   type LaunchPlan,
@@ -20,6 +22,8 @@ import { mapSettings } from "../src/settings";
 
 const realPython = findOnPath("python3", process.env);
 let dir: string;
+/** The default workspace folder: beside the stand-in programs, not around them. */
+let workspace: string;
 let oldPython: string;
 let notPython: string;
 let fakeServer: string;
@@ -35,6 +39,8 @@ function script(name: string, body: string): string {
 before(() => {
   assert.ok(realPython, "these tests need python3 (3.10 or newer) on PATH");
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "fabric-lsp-interp-"));
+  workspace = path.join(dir, "workspace");
+  fs.mkdirSync(workspace);
   // Answers the probe the way Python 3.8 does.
   oldPython = script("python3.8", 'echo "3.8.18"; echo "$0"');
   notPython = script("not-python", 'echo "hello"');
@@ -57,7 +63,7 @@ function inputs(overrides: Partial<LaunchInputs>): LaunchInputs {
     interpreter: "",
     importStrategy: "bundled",
     trusted: true,
-    workspaceFolder: dir,
+    workspaceFolder: workspace,
     env: { PATH: pathWithRealPython },
     home: dir,
     launcher: "/ext/bundled/tool/launch.py",
@@ -118,8 +124,8 @@ describe("resolveLaunch order", () => {
   });
 
   it("expands ${workspaceFolder} in fabric-lsp.interpreter", async () => {
-    fs.mkdirSync(path.join(dir, ".venv", "bin"), { recursive: true });
-    const venvPython = path.join(dir, ".venv", "bin", "python");
+    fs.mkdirSync(path.join(workspace, ".venv", "bin"), { recursive: true });
+    const venvPython = path.join(workspace, ".venv", "bin", "python");
     if (!fs.existsSync(venvPython)) fs.symlinkSync(realPython!, venvPython);
     const plan = ok(await resolveLaunch(inputs({ interpreter: "${workspaceFolder}/.venv/bin/python" })));
     assert.equal(plan.command, venvPython);
@@ -298,5 +304,148 @@ describe("expandPath", () => {
     assert.equal(expandPath("${userHome}/x", context), "/home/me/x");
     assert.equal(expandPath(".venv/bin/python", context), "/work/proj/.venv/bin/python");
     assert.equal(expandPath("python3.12", context), "python3.12");
+  });
+});
+
+describe("untrusted workspace: program settings that name the workspace (issue 24, item 10)", () => {
+  // A hostile workspace: its .venv/bin/python and bin/fabric-lsp leave a marker when run, then run the real
+  // Python (so that, where they do run, the server would start and nothing looks wrong).
+  function hostileWorkspace(): { folder: string; marker: string; venvPython: string; server: string } {
+    const folder = fs.mkdtempSync(path.join(dir, "hostile-"));
+    const marker = path.join(folder, "..", `${path.basename(folder)}.marker`);
+    const program = (relative: string) => {
+      const file = path.join(folder, relative);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, `#!/bin/sh\necho ${relative} >> '${marker}'\nexec '${realPython}' "$@"\n`, { mode: 0o755 });
+      return file;
+    };
+    return { folder, marker, venvPython: program(".venv/bin/python"), server: program("bin/fabric-lsp") };
+  }
+
+  function untrusted(folder: string, overrides: Partial<LaunchInputs>): LaunchInputs {
+    return inputs({ trusted: false, workspaceFolder: folder, ...overrides });
+  }
+
+  /** The fallback of an unset setting, one log line naming the setting, the marker never written. */
+  async function ignoredAsUnset(key: "path" | "interpreter", value: string, folder: string, marker: string, more: Partial<LaunchInputs> = {}) {
+    const plan = ok(await resolveLaunch(untrusted(folder, { [key]: value, ...more })));
+    assert.equal(plan.source, "python3 on PATH");
+    assert.equal(plan.command, path.join(pathWithRealPython, "python3"));
+    assert.equal(plan.ignored.length, 1, plan.ignored.join("\n"));
+    assert.ok(plan.ignored[0].startsWith(`fabric-lsp.${key} (${JSON.stringify(value)}) is ignored: the workspace is untrusted`), plan.ignored[0]);
+    assert.ok(!plan.command.startsWith(folder) && !plan.untrustedAnalysisPython!.startsWith(folder));
+    assert.equal(fs.existsSync(marker), false, `a workspace program ran: ${fs.existsSync(marker) ? fs.readFileSync(marker, "utf8") : ""}`);
+    return plan;
+  }
+
+  it("fabric-lsp.interpreter = ${workspaceFolder}/.venv/bin/python is not run; control: trusted, it is", async () => {
+    const { folder, marker, venvPython } = hostileWorkspace();
+    const plan = await ignoredAsUnset("interpreter", "${workspaceFolder}/.venv/bin/python", folder, marker);
+    assert.match(plan.ignored[0], /it names the workspace folder; going on as if it were unset\. Trust the workspace to use it\.$/);
+    const trusted = ok(await resolveLaunch(inputs({ workspaceFolder: folder, interpreter: "${workspaceFolder}/.venv/bin/python" })));
+    assert.equal(trusted.command, venvPython);
+    assert.deepEqual(trusted.ignored, []);
+    assert.equal(fs.readFileSync(marker, "utf8"), ".venv/bin/python\n", "the control: the probe runs the setting's program");
+  });
+
+  it("fabric-lsp.path = ${workspaceFolder}/bin/fabric-lsp is not run; control: trusted, it is the server", async () => {
+    const { folder, marker, server } = hostileWorkspace();
+    // The interpreter setting still applies when it is the user's own: path ignored, then the next setting.
+    const plan = ok(await resolveLaunch(untrusted(folder, { path: "${workspaceFolder}/bin/fabric-lsp", interpreter: realPython! })));
+    assert.equal(plan.source, "interpreter setting");
+    assert.equal(plan.command, realPython);
+    assert.match(plan.ignored[0], /^fabric-lsp\.path \("\$\{workspaceFolder\}\/bin\/fabric-lsp"\) is ignored: /);
+    await ignoredAsUnset("path", "${workspaceFolder}/bin/fabric-lsp", folder, marker);
+    const trusted = ok(await resolveLaunch(inputs({ workspaceFolder: folder, path: "${workspaceFolder}/bin/fabric-lsp" })));
+    assert.equal(trusted.source, "path");
+    assert.equal(trusted.command, server);
+  });
+
+  it("relative paths (taken from the workspace folder) are ignored, in both settings", async () => {
+    const { folder, marker } = hostileWorkspace();
+    for (const value of ["./.venv/bin/python", ".venv/bin/python", "../" + path.basename(folder) + "/.venv/bin/python"]) {
+      const plan = await ignoredAsUnset("interpreter", value, folder, marker);
+      assert.match(plan.ignored[0], /a relative path is taken from the workspace folder/);
+    }
+    await ignoredAsUnset("path", "bin/fabric-lsp", folder, marker);
+    // ${workspaceFolder:name} (multi-root) and a relative path hidden in an environment variable.
+    await ignoredAsUnset("interpreter", "${workspaceFolder:hostile}/.venv/bin/python", folder, marker);
+    await ignoredAsUnset("interpreter", "${env:VENV}/bin/python", folder, marker, { env: { PATH: pathWithRealPython, VENV: ".venv" } });
+  });
+
+  it("an absolute path into the workspace is ignored, and so is one whose links lead there or that is a link there", async () => {
+    const { folder, marker, venvPython } = hostileWorkspace();
+    let plan = await ignoredAsUnset("interpreter", venvPython, folder, marker);
+    assert.match(plan.ignored[0], new RegExp(`${venvPython.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} lies inside the workspace folder`));
+    // A user-owned path that is a link into the workspace.
+    const home = fs.mkdtempSync(path.join(dir, "home-"));
+    fs.symlinkSync(venvPython, path.join(home, "python"));
+    await ignoredAsUnset("interpreter", "~/python", folder, marker, { home });
+    // A link inside the workspace to a real Python: the workspace chose where it leads.
+    fs.symlinkSync(realPython!, path.join(folder, "python-link"));
+    await ignoredAsUnset("interpreter", path.join(folder, "python-link"), folder, marker);
+    // Any folder of a multi-root workspace.
+    const other = fs.mkdtempSync(path.join(dir, "first-"));
+    await ignoredAsUnset("path", path.join(folder, "bin", "fabric-lsp"), other, marker, { workspaceFolders: [other, folder] });
+    plan = ok(await resolveLaunch(untrusted(other, { interpreter: venvPython })));
+    assert.equal(plan.source, "interpreter setting", "a program outside every workspace folder is the user's");
+    assert.equal(fs.readFileSync(marker, "utf8"), ".venv/bin/python\n");
+  });
+
+  it("the user's own programs stay allowed: absolute, ~, ${userHome}, ${env:NAME}, bare names on PATH", async () => {
+    const { folder, marker } = hostileWorkspace();
+    const home = fs.mkdtempSync(path.join(dir, "home-"));
+    fs.mkdirSync(path.join(home, "py", "bin"), { recursive: true });
+    fs.symlinkSync(realPython!, path.join(home, "py", "bin", "python3"));
+    const env = { PATH: pathWithRealPython, VENV: path.join(home, "py") };
+    for (const value of [realPython!, "~/py/bin/python3", "${userHome}/py/bin/python3", "${env:VENV}/bin/python3", "python3"]) {
+      const plan = ok(await resolveLaunch(untrusted(folder, { interpreter: value, home, env })));
+      assert.equal(plan.source, "interpreter setting", value);
+      assert.deepEqual(plan.ignored, [], value);
+    }
+    const plan = ok(await resolveLaunch(untrusted(folder, { path: fakeServer, home, env })));
+    assert.equal(plan.command, fakeServer);
+    assert.equal(fs.existsSync(marker), false);
+  });
+
+  it("python3 on PATH skips a PATH entry inside the workspace (an activated workspace venv)", async () => {
+    const { folder, marker, venvPython } = hostileWorkspace();
+    fs.symlinkSync(venvPython, path.join(folder, ".venv", "bin", "python3"));
+    const env = { PATH: [path.join(folder, ".venv", "bin"), pathWithRealPython].join(path.delimiter) };
+    const plan = ok(await resolveLaunch(untrusted(folder, { env })));
+    assert.equal(plan.command, path.join(pathWithRealPython, "python3"));
+    assert.ok(plan.skipped.includes(`${path.join(folder, ".venv", "bin", "python3")} (on PATH): lies inside the untrusted workspace folder ${folder}`), plan.skipped.join("\n"));
+    // A bare interpreter name found there first is ignored as a whole (as if unset), and the fallback skips it too.
+    await ignoredAsUnset("interpreter", "python3", folder, marker, { env });
+    assert.equal(fs.existsSync(marker), false);
+    // Trusted, the workspace's venv on PATH is what the user activated.
+    const trusted = ok(await resolveLaunch(inputs({ workspaceFolder: folder, env })));
+    assert.equal(trusted.command, path.join(folder, ".venv", "bin", "python3"));
+  });
+
+  it("fabric-lsp.path from the user: its #! Python inside the workspace is not the analysis interpreter", async () => {
+    const { folder, venvPython } = hostileWorkspace();
+    const installed = path.join(dir, `installed-${path.basename(folder)}`);
+    fs.writeFileSync(installed, `#!${venvPython}\nimport sys\n`, { mode: 0o755 });
+    const plan = ok(await resolveLaunch(untrusted(folder, { path: installed })));
+    assert.equal(plan.command, installed);
+    assert.equal(plan.untrustedAnalysisPython, path.join(pathWithRealPython, "python3"));
+  });
+
+  it("a failure keeps the ignored line for the log", async () => {
+    const { folder, marker } = hostileWorkspace();
+    const failure = failed(await resolveLaunch(untrusted(folder, { interpreter: "${workspaceFolder}/.venv/bin/python", env: { PATH: pathWithOldPythonOnly } })));
+    assert.match(failure.ignored[0], /^fabric-lsp\.interpreter /);
+    assert.equal(fs.existsSync(marker), false);
+  });
+});
+
+describe("folderHolding", () => {
+  it("is the folder a path lies in, not a sibling sharing its prefix", () => {
+    assert.equal(folderHolding("/work/proj/.venv/bin/python", ["/work/other", "/work/proj"]), "/work/proj");
+    assert.equal(folderHolding("/work/proj", ["/work/proj"]), "/work/proj");
+    assert.equal(folderHolding("/work/proj-2/python", ["/work/proj"]), undefined);
+    assert.equal(folderHolding("/work/..proj/python", ["/work"]), "/work");
+    assert.equal(folderHolding("/usr/bin/python3", ["/work/proj"]), undefined);
   });
 });

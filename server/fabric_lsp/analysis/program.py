@@ -31,10 +31,11 @@ from fabric_lsp.analysis.project import (
     sys_path_literals,
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
+from fabric_lsp.files import disk_identity
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
 from fabric_lsp.findings import Position
 from fabric_lsp.notebook import is_notebook_path, layout_of
-from fabric_lsp.walk import SKIP_DIRS, ExcludeMatcher, read_source
+from fabric_lsp.walk import SKIP_DIRS, exclude_matcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
 
@@ -56,18 +57,12 @@ _files_lock = threading.Lock()
 _file_entries: dict[str, FileEntry] = {}
 
 
-def _disk_identity(path: str):
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
 def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry | None:
     """Text, origin flag and imports of a project file (None when unreadable or too large)."""
     text = overlays.get(path)
-    identity = ("buffer", id(text)) if text is not None else ("disk", _disk_identity(path))
+    identity = ("buffer", id(text)) if text is not None else ("disk", disk_identity(path))
     with _files_lock:
         known = _file_entries.get(path)
         if known is not None and (known.identity == identity or (text is not None and known.text == text)):
@@ -103,6 +98,7 @@ class Program:
     jedi: object = None  # workspace.Workspace, for library names (see _external_lookup)
     _jedi_asked: set = field(default_factory=set)
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
+    _external_read: dict[str, tuple | None] = field(default_factory=dict)  # path -> disk_identity before reading
     _external_static: dict = field(default_factory=dict)
     _class_bindings: dict = field(default_factory=dict)
     _external_class_nodes: dict = field(default_factory=dict)
@@ -219,9 +215,20 @@ class Program:
         if path in self.sources:
             return self.sources[path]
         if path not in self._external:
+            self._external_read[path] = disk_identity(path)
             source = parse_file(path) if path.endswith(".py") else None
             self._external[path] = source if source is not None and source.tree is not None else None
         return self._external[path]
+
+    def outside_reads(self) -> dict[str, tuple | None]:
+        """What the program's answer read outside the project's files, each with its disk_identity
+        from before it was read: the library modules read as text (installed, editable, inserted into
+        sys.path by a literal), and the folders listed to resolve imports outside the project. The
+        findings cache checks them (cache.py), so an edit there is never answered from the cache."""
+        found = {folder: identity for folder, identity in self.resolver.listed.items()
+                 if not self.resolver.in_project(os.path.join(folder, "_"))}
+        found.update(self._external_read)
+        return found
 
     def external_attribute(self, owner, name: str) -> frozenset:
         """What a module-level name of an external module, or a class-body name of an external class,
@@ -448,6 +455,18 @@ class Program:
         return self.sources.get(path) or self.external_source(path)
 
 
+def _not_parsed(path: str, text: str, source: SourceFile, resolver: Resolver) -> str:
+    """Why a file is not analysed: its syntax error, or (report/syntax.py says the same, and reports
+    no invalid-syntax entry) that its target is newer than any syntax fabric-lsp knows."""
+    from fabric_lsp.analysis.compat import target_version
+
+    if source.syntax_error and source.syntax_error.startswith(("SyntaxError", "IndentationError", "TabError")):
+        target = target_version(path, lambda: resolver.library_path)
+        if not target.judged:
+            return target.unknown_syntax()
+    return _in_cells(path, text, source.syntax_error)
+
+
 def _in_cells(path: str, text: str, message: str) -> str:
     """A syntax error's "line N" of a notebook's joined cells as "cell C, line L"."""
     layout = layout_of(text) if is_notebook_path(path) else None
@@ -461,27 +480,36 @@ def _in_cells(path: str, text: str, message: str) -> str:
     return re.sub(r"line (\d+)", cell_line, message)
 
 
+# The project index reads at most this many files and folders of a project (a fixed order: the same
+# ones each time); past either, the rest is left out with one notice. The server re-reads the
+# folders' modification times at every edit, so the folders are bounded as well as the files.
 MAX_WALKED_FILES = 20000
+MAX_WALKED_FOLDERS = 20000
 _walks_lock = threading.Lock()
-_walks: dict[tuple, tuple[list[str], list[tuple[str, int]]]] = {}
+_walks: dict[tuple, tuple[list[str], list[tuple[str, int]], str | None]] = {}
 
 
 def project_paths(root: str, exclude, checked) -> list[str]:
-    """The project's Python files (the folders `check` would walk) and the checked files. The walk
-    is kept while no folder of it changed (a file added, removed or renamed changes its folder)."""
+    """The project's Python files (the folders `check` would walk) and the checked files."""
+    files, _ = project_walk(root, exclude)
+    known_files = set(files)
+    return files + [path for path in checked if path not in known_files and not known_files.add(path)]
+
+
+def project_walk(root: str, exclude) -> tuple[list[str], str | None]:
+    """The project's Python files, and the notice of a bound hit (else None). The walk is kept while
+    no folder of it changed (a file added, removed or renamed changes its folder)."""
     key = (root, tuple(exclude))
     with _walks_lock:
         known = _walks.get(key)
     if known is not None and all(_mtime(folder) == mtime for folder, mtime in known[1]):
-        files = known[0]
-    else:
-        files, folders = _walk_python_files(root, exclude)
-        with _walks_lock:
-            _walks[key] = (files, folders)
-            while len(_walks) > 16:
-                _walks.pop(next(iter(_walks)))
-    known_files = set(files)
-    return files + [path for path in checked if path not in known_files and not known_files.add(path)]
+        return known[0], known[2]
+    files, folders, notice = _walk_python_files(root, exclude)
+    with _walks_lock:
+        _walks[key] = (files, folders, notice)
+        while len(_walks) > 16:
+            _walks.pop(next(iter(_walks)))
+    return files, notice
 
 
 def _mtime(path: str) -> int | None:
@@ -491,15 +519,20 @@ def _mtime(path: str) -> int | None:
         return None
 
 
-def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]]]:
-    """Like walk.discover for one folder (same folders skipped, links followed once), without
-    resolving every file's real path, and with the folders seen and their modification times."""
-    matcher = ExcludeMatcher(exclude, root)
+def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, int]], str | None]:
+    """Like walk.discover for one folder (the same folders skipped; links to folders not followed,
+    so the index stays inside the project), without resolving every file's real path, and with the
+    folders seen and their modification times."""
+    matcher = exclude_matcher(exclude, root)
     files: list[str] = []
     folders: list[tuple[str, int]] = []
     seen: set[tuple[int, int]] = set()
     pending = [root]
-    while pending and len(files) < MAX_WALKED_FILES:
+    while pending:
+        if len(files) >= MAX_WALKED_FILES or len(folders) >= MAX_WALKED_FOLDERS:
+            notice = (f"{root}: the project index stops at {MAX_WALKED_FOLDERS:,} folders or {MAX_WALKED_FILES:,} "
+                      f"Python files; the files it did not reach are not analysed with the others")
+            return sorted(files), folders, notice
         folder = pending.pop()
         try:
             info = os.stat(folder)
@@ -520,12 +553,13 @@ def _walk_python_files(root: str, exclude) -> tuple[list[str], list[tuple[str, i
             except OSError:
                 continue
             if is_dir:
-                if not name.startswith(".") and name not in SKIP_DIRS and not matcher.excluded(entry.path, True):
+                if (not entry.is_symlink() and not name.startswith(".") and name not in SKIP_DIRS
+                        and not matcher.excluded(entry.path, True)):
                     below.append(entry.path)
             elif name.endswith(".py") and not matcher.excluded(entry.path, False):
                 files.append(entry.path)
         pending.extend(reversed(below))
-    return sorted(files), folders
+    return sorted(files), folders, None
 
 
 @dataclass
@@ -539,6 +573,7 @@ class Plan:
     imports_of: dict[str, list[str]]
     groups: list[list[str]]  # each a program's files, sorted
     group_of: dict[str, int]
+    notices: tuple[str, ...] = ()  # about the whole project (the index's bound), said with each program
 
     @property
     def walked(self) -> tuple[str, ...]:
@@ -556,7 +591,9 @@ def plan_project(root: str, checked: list[str], overlays: dict[str, str], librar
     the walk would skip them (an explicit argument, an excluded file open in the editor)."""
     root = os.path.abspath(root)
     resolver = Resolver(root, library_path)
-    paths = project_paths(root, exclude, checked)
+    walked, walk_notice = project_walk(root, exclude)
+    known = set(walked)
+    paths = walked + [path for path in checked if path not in known and not known.add(path)]
     entries: dict[str, FileEntry] = {}
     for path in paths:
         entry = file_entry(path, overlays, max_file_size)
@@ -604,7 +641,7 @@ def plan_project(root: str, checked: list[str], overlays: dict[str, str], librar
                     group_of[other] = len(groups)
                     group.append(other)
         groups.append(sorted(group))
-    return Plan(root, resolver, entries, imports_of, groups, group_of)
+    return Plan(root, resolver, entries, imports_of, groups, group_of, (walk_notice,) if walk_notice else ())
 
 
 def build_programs(root: str, checked: list[str], overlays: dict[str, str], library_path,
@@ -617,6 +654,7 @@ def build_programs(root: str, checked: list[str], overlays: dict[str, str], libr
 
 def program_of(plan: Plan, number: int, checked: list[str], jedi=None) -> Program:
     program = _program(plan.root, plan.resolver, plan.groups[number], plan.entries, plan.imports_of, checked)
+    program.notices[:0] = plan.notices
     program.jedi = jedi
     return program
 
@@ -638,7 +676,7 @@ def _program(root: str, resolver: Resolver, group: list[str], entries: dict[str,
         # The checked files are parsed as the engine's own (analysis.incremental: in-place shifts).
         source = parse_text(path, entry.text, checked=path in checked_set)
         if source.tree is None:
-            notices.append(f"{path}: not analysed: {_in_cells(path, entry.text, source.syntax_error)}")
+            notices.append(f"{path}: not analysed: {_not_parsed(path, entry.text, source, resolver)}")
             continue
         if source.newer_syntax:
             notices.append(f"{path}: {source.newer_syntax}")

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.imports import LIBRARY_ROOTS
+from fabric_lsp.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
 
 try:
     import tomllib
@@ -183,9 +184,8 @@ def declared_package_roots(root: str) -> list[str]:
                 found.append(path)
 
     pyproject = os.path.join(root, "pyproject.toml")
-    try:
-        with open(pyproject, "rb") as handle:
-            data = tomllib.load(handle)
+    try:  # regular files only, bounded (fabric_lsp.files): a link to /dev/zero or a FIFO is no metadata
+        data = tomllib.loads(read_bytes(pyproject, MAX_SETTINGS_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         data = {}
     tool = data.get("tool") if isinstance(data, dict) else None
@@ -212,8 +212,7 @@ def declared_package_roots(root: str) -> list[str]:
                 add(os.path.dirname(item.rstrip("/")))
     setup_cfg = os.path.join(root, "setup.cfg")
     try:
-        with open(setup_cfg, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(200_000)
+        text = read_text(setup_cfg, MAX_SETTINGS_BYTES)
     except OSError:
         text = ""
     # One blank run per place (`^\s*` spanned blank lines from every line start: quadratic).
@@ -242,6 +241,7 @@ class Resolver:
     inserted: dict = field(default_factory=dict)  # file -> folders it adds to sys.path by a literal
     _cache: dict = field(default_factory=dict)
     _listings: dict = field(default_factory=dict)
+    listed: dict = field(default_factory=dict)  # folder -> disk_identity when it was listed
 
     def __post_init__(self) -> None:
         self.root = os.path.abspath(self.root)
@@ -309,6 +309,7 @@ class Resolver:
     def _names(self, folder: str) -> frozenset[str]:
         names = self._listings.get(folder)
         if names is None:
+            self.listed[folder] = disk_identity(folder)  # before the listing: a change after it is seen
             try:
                 names = frozenset(os.listdir(folder))
             except OSError:

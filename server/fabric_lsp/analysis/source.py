@@ -39,17 +39,17 @@ class SourceFile:
             source.tree = ast.parse(text, filename=path)
         except SyntaxError as exc:
             source.syntax_error = f"{type(exc).__name__}: {exc}"
-            source._parse_newer_syntax(exc.lineno)
+            source._parse_newer_syntax()
         except (ValueError, RecursionError, MemoryError) as exc:
             # ValueError: NUL bytes; RecursionError: absurdly deep nesting.
             source.syntax_error = f"{type(exc).__name__}: {exc}"
         return source
 
-    def _parse_newer_syntax(self, error_line: int | None) -> None:
+    def _parse_newer_syntax(self) -> None:
         """Syntax of a newer Python than this one: parsed with it blanked (analysis/compat.py)."""
         from fabric_lsp.analysis.compat import neutralize
 
-        found = neutralize(self.text, error_line)
+        found = neutralize(self.text)
         if found is None:
             return
         text, blanked = found

@@ -20,7 +20,13 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from fabric_lsp.files import read_pth_lines, read_text
+from fabric_lsp.files import reason as file_reason
+
 log = logging.getLogger("fabric_lsp.analysis")
+
+MAX_FINDER_BYTES = 1024 * 1024  # a setuptools editable finder module (its MAPPING literal is read)
+MAX_PYVENV_CFG_BYTES = 64 * 1024
 
 # Runs under `-I -S`: no site hooks. Without `site`, sys.prefix is the *base* interpreter's, so a
 # virtual environment is recognised here from its pyvenv.cfg (what site.venv() does, minus the .pth
@@ -89,19 +95,22 @@ def _pth_paths(site_dir: str) -> list[str]:
         if not name.endswith(".pth"):
             continue
         try:
-            with open(os.path.join(site_dir, name), encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    line = line.strip()
-                    if line.startswith(("import ", "import\t")):
-                        found.extend(_editable_finder_paths(site_dir, line))
-                        continue
-                    if not line or line.startswith("#"):
-                        continue
-                    candidate = os.path.join(site_dir, line) if not os.path.isabs(line) else line
-                    if os.path.isdir(candidate):
-                        found.append(os.path.normpath(candidate))
-        except OSError:
+            # Regular files only, bounded in bytes and lines: a .pth linked to /dev/zero or
+            # /dev/urandom, or a FIFO, is skipped (fabric_lsp.files).
+            lines = read_pth_lines(os.path.join(site_dir, name))
+        except OSError as error:
+            log.info("%s: skipped: %s", os.path.join(site_dir, name), file_reason(error))
             continue
+        for line in lines:
+            line = line.strip()
+            if line.startswith(("import ", "import\t")):
+                found.extend(_editable_finder_paths(site_dir, line))
+                continue
+            if not line or line.startswith("#"):
+                continue
+            candidate = os.path.join(site_dir, line) if not os.path.isabs(line) else line
+            if os.path.isdir(candidate):
+                found.append(os.path.normpath(candidate))
     return found
 
 
@@ -116,8 +125,7 @@ def _editable_finder_paths(site_dir: str, line: str) -> list[str]:
         return []
     path = os.path.join(site_dir, match.group(1) + ".py")
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            tree = ast.parse(handle.read(200_000))
+        tree = ast.parse(read_text(path, MAX_FINDER_BYTES))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = []
@@ -136,8 +144,7 @@ def _editable_finder_paths(site_dir: str, line: str) -> list[str]:
 
 def _read_pyvenv_cfg(venv_dir: str) -> dict[str, str] | None:
     try:
-        with open(os.path.join(venv_dir, "pyvenv.cfg"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read(64_000)
+        text = read_text(os.path.join(venv_dir, "pyvenv.cfg"), MAX_PYVENV_CFG_BYTES)
     except OSError:
         return None
     values = {}

@@ -39,7 +39,8 @@ from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.cells import cell_results
 from fabric_lsp.lsp.convert import TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, CellResult, Document, NotebookDocument, Snapshot
-from fabric_lsp.walk import ExcludeMatcher
+from fabric_lsp.records import default_records
+from fabric_lsp.walk import exclude_matcher
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -172,10 +173,11 @@ class AnalysisScheduler:
         try:
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
-            records = self.records_for(config)
+            # The shipped records, as `check` uses: findings never wait on extension records.
+            records = default_records()
             if not enabled:
                 pass
-            elif config.exclude and ExcludeMatcher(config.exclude, config.root).excluded(snapshot.path, False):
+            elif config.exclude and exclude_matcher(config.exclude, config.root).excluded(snapshot.path, False):
                 log.debug("%s: excluded by the configuration", snapshot.path)
             elif (size := self._size_over(snapshot, config.max_file_size)) is not None:
                 log.info("%s: %d bytes, over max-file-size", snapshot.path, size)

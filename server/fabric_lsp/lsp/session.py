@@ -35,7 +35,7 @@ from fabric_lsp.lsp.scheduling import (
     analysis_delay_from_env,
 )
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
-from fabric_lsp.lsp.transport import authenticated_initialize, read_first_frame, read_frames
+from fabric_lsp.lsp.transport import TokenGate, failure_delay, read_first_frame, read_frames
 from fabric_lsp.records import RecordSet, load_records
 from fabric_lsp.report.escape import escape_controls
 
@@ -113,6 +113,7 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         (initializationOptions.token); any other connection is closed, unread beyond its first frame."""
         self._stop_event = stop_event = threading.Event()
         client_connected = False
+        gate: TokenGate | None = None  # made in the server's event loop
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             nonlocal client_connected
@@ -121,6 +122,7 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
                 log.warning("TCP connection from %s closed: a client is already connected", peer)
                 writer.close()
                 return
+            deadline = asyncio.get_running_loop().time() + AUTH_TIMEOUT_SECONDS
             try:
                 first = await asyncio.wait_for(read_first_frame(reader), AUTH_TIMEOUT_SECONDS)
             except asyncio.TimeoutError:
@@ -128,10 +130,21 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
             else:
                 refusal = "not an LSP frame" if first is None else None
             payload = None
-            if first is not None:
-                payload = authenticated_initialize(first[0], token)
-                if payload is None:
-                    refusal = "the first message is not an initialize with the right token"
+            if first is not None and gate is not None:
+                # One check at a time, delayed after failures (transport.TokenGate): guessing is slow
+                # however many connections are opened.
+                try:
+                    left = max(deadline - asyncio.get_running_loop().time(), 0.1)
+                    payload = await asyncio.wait_for(gate.check(first[0], closed=reader.at_eof), left)
+                except asyncio.TimeoutError:
+                    refusal = f"not checked within {AUTH_TIMEOUT_SECONDS:g} s (other failed attempts before it)"
+                else:
+                    if payload is None and reader.at_eof():
+                        refusal = "closed by the client before its token was checked"
+                    elif payload is None:
+                        refusal = (f"the first message is not an initialize with the right token "
+                                   f"({gate.failures} failed in a row; the next check waits "
+                                   f"{failure_delay(gate.failures):g} s)")
             if payload is None or client_connected:
                 log.warning("TCP connection from %s closed: %s", peer, refusal or "a client is already connected")
                 writer.close()
@@ -147,6 +160,8 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
                 self.shutdown()  # closes the listening socket: serve() returns, then run() with exit_code
 
         async def serve() -> None:
+            nonlocal gate
+            gate = TokenGate(token)
             self._server = await asyncio.start_server(connection, host, port)
             async with self._server:
                 await self._server.serve_forever()

@@ -16,9 +16,11 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 import re
+import string
 import threading
-from typing import Any, Awaitable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from lsprotocol import types
 
@@ -136,3 +138,88 @@ def authenticated_initialize(payload: Any, token: str) -> dict[str, Any] | None:
         return None
     options = {key: value for key, value in options.items() if key != "token"}
     return {**payload, "params": {**params, "initializationOptions": options}}
+
+
+# The token of `serve --tcp`: at least MIN_TOKEN_BITS of guessing. A token's strength is counted from
+# its length and the smallest of these alphabets that holds all its characters (a token of digits
+# only is worth log2(10) bits a character, however it was made): 39 digits, 32 hexadecimal digits,
+# 22 characters of base64 (URL-safe or not), or 20 of any other kind; and at least
+# MIN_TOKEN_CHARACTERS different characters (a random token has them; `000...0` has not). The count
+# cannot tell a random token from words: the generated one (secrets.token_urlsafe(32)) is random.
+MIN_TOKEN_BITS = 128
+MIN_TOKEN_CHARACTERS = 6
+_TOKEN_ALPHABETS = (  # (name, characters, bits per character)
+    ("decimal digits", set(string.digits), math.log2(10)),
+    ("hexadecimal digits", set(string.digits + "abcdef"), 4.0),
+    ("hexadecimal digits", set(string.digits + "ABCDEF"), 4.0),
+    ("base64 characters", set(string.ascii_letters + string.digits + "-_"), 6.0),
+    ("base64 characters", set(string.ascii_letters + string.digits + "+/="), 6.0),
+)
+_ANY_CHARACTER_BITS = math.log2(95)  # printable ASCII: a token outside the alphabets above
+
+
+def token_bits(token: str) -> tuple[float, str]:
+    """(bits a guesser must try at most, the alphabet they were counted in)."""
+    characters = set(token)
+    for name, alphabet, bits in _TOKEN_ALPHABETS:
+        if characters <= alphabet:
+            return len(token) * bits, name
+    return len(token) * _ANY_CHARACTER_BITS, "characters"
+
+
+def weak_token_reason(token: str) -> str | None:
+    """Why `token` is too weak for a TCP port any local user can reach, or None."""
+    if not token:
+        return "empty; leave the token out to have one generated"
+    bits, alphabet = token_bits(token)
+    if bits >= MIN_TOKEN_BITS:
+        if len(set(token)) < MIN_TOKEN_CHARACTERS:
+            return (f"too weak: {len(set(token))} different characters, at least {MIN_TOKEN_CHARACTERS} are needed; "
+                    "leave the token out to have one generated")
+        return None
+    needed = math.ceil(MIN_TOKEN_BITS / (bits / len(token)))
+    return (f"too weak: {len(token)} {alphabet} are about {int(bits)} bits, at least {MIN_TOKEN_BITS} are needed "
+            f"({needed} such characters); leave the token out to have one generated")
+
+
+# Failed token checks (a wrong token, no token, or a first message that is not `initialize`), counted
+# over the whole server: the check after the n-th consecutive failure waits FAILURE_DELAY * 2**(n-1)
+# seconds, at most MAX_FAILURE_DELAY, whichever connection it comes on (opening new connections does
+# not reset it; a connection has one attempt, its first message). The cap keeps the wait of the real
+# client, once a guesser stops, to a couple of seconds.
+FAILURE_DELAY = 0.1
+MAX_FAILURE_DELAY = 2.0
+
+
+def failure_delay(failures: int) -> float:
+    return 0.0 if failures <= 0 else min(FAILURE_DELAY * 2 ** min(failures - 1, 32), MAX_FAILURE_DELAY)
+
+
+class TokenGate:
+    """Token checks one at a time, each after the delay the failures so far call for (see above)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.failures = 0
+        self._lock = asyncio.Lock()
+        self._next_check = 0.0  # the event loop's clock
+
+    async def check(self, payload: Any, closed: Callable[[], bool] = lambda: False) -> dict[str, Any] | None:
+        """The `initialize` without its token (authenticated_initialize), or None. A connection the
+        peer `closed` while it waited is not checked: it neither waits nor holds up the others."""
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            if closed():
+                return None
+            wait = self._next_check - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if closed():
+                    return None
+            accepted = authenticated_initialize(payload, self.token)
+            if accepted is None:
+                self.failures += 1
+                self._next_check = loop.time() + failure_delay(self.failures)
+            else:
+                self.failures = 0
+            return accepted

@@ -16,9 +16,18 @@ context selects it (`RecordPath.applies`). A faulty entry is left out and report
 `RecordSet.problems` as "<file>: path '<record id>/<name>': field '<name>': <reason>"; the records and
 the other paths keep working.
 
-Matching is bounded in cost: at most MAX_MESSAGE_CHARS characters of the message are searched (its
-head and its tail when it is longer), and a messagePattern whose structure can backtrack
-exponentially is rejected at load time (see `pattern_risk`).
+Matching is bounded in cost, by counting (records/patterns.py), never by a clock: at most
+MAX_MESSAGE_CHARS characters of the message are searched (its head and its tail when it is longer),
+each search by a matcher that tries each (instruction, position) state once and stops after
+patterns.SEARCH_STEPS steps, and one message against all the records after MATCH_STEPS. A
+messagePattern whose structure can backtrack exponentially is rejected at load time (see
+`pattern_risk`), and so is one that cannot match its own errorMessage within SEARCH_STEPS.
+
+Extension records are loaded when they are asked for (explain, hover), never for a check: the
+CLI's `check` and the server's analysis use the shipped records. A folder's `*.json` files are read
+(not its subfolders), at most MAX_RECORD_FILES of them per configuration, validating them within
+LOAD_STEPS in all; a file's outcome (its record, or why it was refused) is kept for the process's
+life while the file is unchanged, so a refused record is not validated again per request.
 """
 
 from __future__ import annotations
@@ -27,8 +36,6 @@ import json
 import logging
 import os
 import re
-import signal
-import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +48,9 @@ try:  # the stdlib's regex parser; it moved in 3.11 and the old name warns there
 except ImportError:  # Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
+from fabric_lsp.files import FileRefused, read_bytes
 from fabric_lsp.records.messages import context_from_groups, placeholders, sample_message
+from fabric_lsp.records.patterns import SEARCH_STEPS, BoundedPattern, PatternError, StepsExceeded, compile_pattern
 from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
 
 _logger = logging.getLogger(__name__)
@@ -51,9 +60,11 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 PATHS_FILE = Path(__file__).resolve().parent / "paths.json"
 MAX_MESSAGE_CHARS = 4000
 MAX_FILE_BYTES = 1_000_000
-# Per pattern and message window. A structural check cannot see every polynomial backtracking case
-# (`.*a.*a.*a.*b`); in the main thread (the CLI, the server's event loop) a timer cuts the search off.
-MATCH_SECONDS = 1.0
+# Counted, never timed (the same records and message give the same answer on every run):
+MATCH_STEPS = 2_000_000  # one message against every record (about half a second of matching)
+LOAD_STEPS = 2_000_000  # validating the extension records of one configuration
+MAX_RECORD_FILES = 100  # extension record files of one configuration; more are left out (one notice)
+MAX_FOLDER_ENTRIES = 10_000  # a record folder listing more entries is not read at all
 
 
 class _Field(NamedTuple):
@@ -126,7 +137,7 @@ class RecordPath:
     when: Mapping[str, str]
     error_class: str
     error_message: str
-    pattern: re.Pattern[str]
+    pattern: BoundedPattern
     raises: bool
     summary: str
     documentation: str
@@ -145,7 +156,7 @@ class Record:
     fields: Mapping[str, Any]  # the validated "record" object, read-only
     dataset_version: str
     source: str  # the file it was loaded from
-    patterns: tuple[re.Pattern[str], ...]  # messagePattern first, then each path's pattern
+    patterns: tuple[BoundedPattern, ...]  # messagePattern first, then each path's pattern
     paths: tuple[RecordPath, ...] = ()  # other runtime paths to the same root cause (paths.json)
 
     def __getitem__(self, name: str) -> Any:
@@ -203,53 +214,48 @@ class RecordSet:
         rule = rule_by_code(code)
         return self._by_id.get(rule.record_id) if rule else None
 
-    def match_message(self, message: str) -> MessageMatch | None:
-        """The record whose pattern occurs in the message (extra text around it is fine)."""
-        if len(message) <= MAX_MESSAGE_CHARS:
-            windows = (message,)
-        else:  # a traceback ends with the message; a pasted log may start with it
-            half = MAX_MESSAGE_CHARS // 2
-            windows = (message[:half], message[-half:])
+    def match_message(self, message: str, notices: list[str] | None = None) -> MessageMatch | None:
+        """The record whose pattern occurs in the message (extra text around it is fine). A pattern
+        whose search runs out of steps does not match; `notices` gets one line saying so."""
+        windows = message_windows(message)
+        left = MATCH_STEPS
+        cut_off: list[str] = []
         for record in self.records:
             candidates = [(record.patterns[0], None), *((path.pattern, path) for path in record.paths)]
             for pattern, path in candidates:
                 for window in windows:
-                    found = _search_bounded(pattern, window)
+                    if left <= 0:
+                        cut_off.append(record.source)
+                        break
+                    try:
+                        found, steps = pattern.search_counted(window, min(SEARCH_STEPS, left))
+                    except StepsExceeded:
+                        left -= min(SEARCH_STEPS, left)
+                        cut_off.append(record.source)
+                        continue
+                    left -= steps
                     if found:
+                        _cut_off_notice(cut_off, notices)
                         return MessageMatch(record, found.groups(), path)
+        _cut_off_notice(cut_off, notices)
         return None
 
 
-class _MatchTimeout(Exception):
-    pass
+def message_windows(message: str) -> tuple[str, ...]:
+    """What of a message is searched: all of it, or its head and its tail (a traceback ends with
+    the message; a pasted log may start with it)."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return (message,)
+    half = MAX_MESSAGE_CHARS // 2
+    return (message[:half], message[-half:])
 
 
-def _search_bounded(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """pattern.search(text), given up (None) after MATCH_SECONDS where a timer can interrupt it:
-    the main thread, with no other interval timer running. Elsewhere the search is unbounded."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or not hasattr(signal, "setitimer")
-        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
-    ):
-        return pattern.search(text)
-
-    def expire(signum: int, frame: Any) -> None:
-        raise _MatchTimeout
-
-    try:
-        previous = signal.signal(signal.SIGALRM, expire)
-    except ValueError:  # not the main interpreter
-        return pattern.search(text)
-    try:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, MATCH_SECONDS)
-            return pattern.search(text)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-    except _MatchTimeout:  # the regex engine checks for signals while it backtracks
-        return None
+def _cut_off_notice(sources: list[str], notices: list[str] | None) -> None:
+    if sources and notices is not None:
+        names = list(dict.fromkeys(sources))
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        notices.append(f"messagePattern of {shown}: not matched, its search ran out of steps "
+                       f"({SEARCH_STEPS} per search, {MATCH_STEPS} per message; counted, not timed)")
 
 
 class RecordError(ValueError):
@@ -386,19 +392,73 @@ def _check_field(name: str, spec: _Field, value: Any) -> None:
                 raise RecordError(f"{name}[{index}]", f"expected string, got {_type_name(item)}")
 
 
-def _compile(name: str, pattern: str) -> re.Pattern[str]:
+def _compile(name: str, pattern: str) -> BoundedPattern:
     try:
-        compiled = re.compile(pattern)
-    except re.error as error:
-        raise RecordError(name, f"invalid regular expression: {error}") from None
+        compiled = compile_pattern(pattern)
+    except PatternError as error:
+        raise RecordError(name, str(error)) from None
     risk = pattern_risk(pattern)
     if risk:
         raise RecordError(name, f"rejected, may backtrack catastrophically: {risk}")
     return compiled
 
 
-def validate(document: Any) -> tuple[dict[str, Any], str, re.Pattern[str]]:
-    """The record object, datasetVersion and compiled messagePattern; RecordError at the first fault."""
+class Steps:
+    """What is left of a budget of matcher steps shared by several records' validation (LOAD_STEPS),
+    and what the last search took (`used`: steps, or None before any search)."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+        self.used: int | None = None
+
+    def charge(self, used: int | None) -> bool:
+        """Take what a search that needs `used` steps (None: none made; OVER: more than SEARCH_STEPS)
+        costs now. False when the budget cannot pay for it: the search would be cut off here."""
+        if used is None:
+            return True
+        budget = min(SEARCH_STEPS, self.left)
+        if used > budget:
+            self.left -= budget
+            return budget == SEARCH_STEPS  # cut off by its own bound (refused), not by the shared one
+        self.left -= used
+        return True
+
+
+_OVER = SEARCH_STEPS + 1  # a search that ran out of its SEARCH_STEPS
+
+
+def _matches_own_message(name: str, pattern: BoundedPattern, message: str, what: str, steps: Steps | None) -> None:
+    """RecordError unless `pattern` finds the sample of `message` within the steps it may take
+    (_LoadBudgetSpent when the shared `steps` run out first)."""
+    sample = sample_message(message)
+    if len(sample) > MAX_MESSAGE_CHARS:
+        raise RecordError("errorMessage", f"longer than {MAX_MESSAGE_CHARS} characters (the most of a message "
+                                          f"that is searched)")
+    budget = SEARCH_STEPS if steps is None else min(SEARCH_STEPS, steps.left)
+    try:
+        found, used = pattern.search_counted(sample, budget)
+    except StepsExceeded:
+        found, used = None, (_OVER if budget == SEARCH_STEPS else None)
+        if used is None:  # the shared budget ran out, not this pattern's own: not a verdict on the record
+            steps.left -= budget
+            raise _LoadBudgetSpent from None
+    if steps is not None:
+        steps.used = used
+        steps.charge(used)
+    if used == _OVER:
+        raise RecordError(name, f"refused: matching {what} took more than {SEARCH_STEPS} steps of the matcher "
+                                f"(counted, not timed)")
+    if not found:
+        raise RecordError(name, f"does not match {what}")
+
+
+class _LoadBudgetSpent(Exception):
+    """The steps for validating one configuration's extension records are spent (LOAD_STEPS)."""
+
+
+def validate(document: Any, steps: Steps | None = None) -> tuple[dict[str, Any], str, BoundedPattern]:
+    """The record object, datasetVersion and compiled messagePattern; RecordError at the first fault.
+    `steps`: a budget shared with other records (_LoadBudgetSpent when it runs out here)."""
     if not isinstance(document, dict):
         raise RecordError(None, f"top level must be an object, got {_type_name(document)}")
     for name, kind in (("record", dict), ("datasetVersion", str)):
@@ -427,26 +487,18 @@ def validate(document: Any) -> tuple[dict[str, Any], str, re.Pattern[str]]:
     if not record["githubUrl"].startswith("https://"):
         raise RecordError("githubUrl", "must be an https:// URL")
     pattern = _compile("messagePattern", record["messagePattern"])
-    if not pattern.search(sample_message(record["errorMessage"])):
-        raise RecordError("messagePattern", "does not match the record's own errorMessage")
+    _matches_own_message("messagePattern", pattern, record["errorMessage"], "the record's own errorMessage", steps)
     return record, document["datasetVersion"], pattern
 
 
 def _read_json(path: Path) -> Any:
     """The parsed JSON of a regular, UTF-8 file of at most MAX_FILE_BYTES; RecordError(None, ...) if not."""
     try:
-        # O_NONBLOCK: a FIFO named *.json must not block the loader; only regular files are read.
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise RecordError(None, "not a regular file")
-            if info.st_size > MAX_FILE_BYTES:
-                raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
-            data = handle.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise RecordError(None, f"file larger than {MAX_FILE_BYTES} bytes")
-        text = data.decode("utf-8")
+        # O_NONBLOCK (a FIFO named *.json must not block the loader), regular files only, bounded.
+        text = read_bytes(path, MAX_FILE_BYTES).decode("utf-8")
+    except FileRefused as error:
+        message = error.reason.replace("larger than", "file larger than", 1)
+        raise RecordError(None, message) from None
     except OSError as error:
         raise RecordError(None, f"cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
@@ -462,14 +514,73 @@ def _read_json(path: Path) -> Any:
     return document
 
 
-def load_file(path: Path, paths: Mapping[str, tuple[RecordPath, ...]] | None = None) -> Record:
+def load_file(path: Path, paths: Mapping[str, tuple[RecordPath, ...]] | None = None, steps: Steps | None = None) -> Record:
     """One record file; RecordError (field None for file-level faults) when it is not a valid record.
-    `paths`: the other runtime paths by record id (see load_paths); this record gets its own."""
+    `paths`: the other runtime paths by record id (see load_paths); this record gets its own.
+    `steps`: the budget shared with the other files of the load (_LoadBudgetSpent when spent)."""
     document = _read_json(path)
-    record, dataset_version, pattern = validate(document)
+    record, dataset_version, pattern = validate(document, steps)
     own = tuple((paths or {}).get(record["id"], ()))
     patterns = (pattern, *(extra.pattern for extra in own))
     return Record(record["id"], MappingProxyType(dict(record)), dataset_version, str(path), patterns, own)
+
+
+# Outcomes of extension record files by identity (path, device, inode, size, mtime, ctime): a file
+# that was refused once is not validated again while it is unchanged.
+_outcomes: dict[tuple, tuple[Record | RecordError, int | None]] = {}  # and the steps its search took
+_outcomes_lock = threading.Lock()
+_MAX_OUTCOMES = 4096
+
+
+def _load_file_once(path: Path, paths: Mapping[str, tuple[RecordPath, ...]] | None, steps: Steps) -> Record:
+    """load_file, or its outcome the last time the file was loaded as it is now, charging the
+    steps its validation took then: the same files give the same records whatever was kept."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return load_file(path, paths, steps)  # reports why it cannot be read
+    key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, id(paths))
+    with _outcomes_lock:
+        known = _outcomes.get(key)
+    if known is not None:
+        outcome, used = known
+        if not steps.charge(used):
+            raise _LoadBudgetSpent
+    else:
+        steps.used = None
+        try:
+            outcome = load_file(path, paths, steps)  # _LoadBudgetSpent: no outcome to keep
+        except RecordError as error:
+            outcome = error
+        with _outcomes_lock:
+            if len(_outcomes) >= _MAX_OUTCOMES:
+                _outcomes.clear()
+            _outcomes[key] = (outcome, steps.used)
+    if isinstance(outcome, RecordError):
+        raise outcome
+    return outcome
+
+
+def record_files(directory: Path) -> tuple[list[Path], str | None]:
+    """The record files of an extension folder (its `*.json` entries, by name; not its subfolders),
+    at most MAX_RECORD_FILES, and the problem to report when some or all are left out."""
+    names = []
+    try:
+        with os.scandir(directory) as entries:
+            for count, entry in enumerate(entries):
+                if count >= MAX_FOLDER_ENTRIES:
+                    return [], (f"{directory}: record directory has more than {MAX_FOLDER_ENTRIES} entries; "
+                                "not read")
+                if entry.name.endswith(".json"):
+                    names.append(entry.name)
+    except OSError as error:
+        return [], f"{directory}: record directory cannot be read: {error.strerror or error}"
+    names.sort()
+    if len(names) > MAX_RECORD_FILES:
+        return ([directory / name for name in names[:MAX_RECORD_FILES]],
+                f"{directory}: {len(names)} record files; the first {MAX_RECORD_FILES} by name are read, "
+                "the rest left out")
+    return [directory / name for name in names], None
 
 
 def _validate_path(record_id: str, record_label: str, name: str, entry: Any) -> RecordPath:
@@ -497,8 +608,7 @@ def _validate_path(record_id: str, record_label: str, name: str, entry: Any) -> 
     if entry["lineNumber"] < 1:
         raise RecordError("lineNumber", f"must be at least 1, got {entry['lineNumber']}")
     pattern = _compile("messagePattern", entry["messagePattern"])
-    if not pattern.search(sample_message(entry["errorMessage"])):
-        raise RecordError("messagePattern", "does not match the path's own errorMessage")
+    _matches_own_message("messagePattern", pattern, entry["errorMessage"], "the path's own errorMessage", None)
     holes = len(placeholders(entry["errorMessage"]))
     if pattern.groups != holes:
         raise RecordError(
@@ -562,23 +672,50 @@ def _describe(path: Path, error: RecordError) -> str:
     return f"{path}: {where}: {error.reason}"
 
 
+def extension_files(dirs: Sequence[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
+    """Each record folder with the files of it that are read (record_files; MAX_RECORD_FILES in all,
+    in the folders' order), and the problems of the folders and files left out."""
+    found: list[tuple[Path, list[Path]]] = []
+    problems: list[str] = []
+    left = MAX_RECORD_FILES
+    for directory in dirs:
+        if not directory.is_dir():
+            problems.append(f"{directory}: record directory not found")
+            continue
+        files, problem = record_files(directory)
+        if problem:
+            problems.append(problem)
+        if len(files) > left:
+            problems.append(f"{directory}: over {MAX_RECORD_FILES} record files in extend-records; "
+                            f"{len(files) - left} of this folder left out")
+            files = files[:left]
+        left -= len(files)
+        found.append((directory, files))
+    return found, problems
+
+
 def _load_dirs(
     dirs: Sequence[Path],
     base: Mapping[str, Record],
     paths: Mapping[str, tuple[RecordPath, ...]] | None = None,
     replace_builtin: bool = True,
+    extension: bool = False,
 ) -> tuple[dict[str, Record], list[str], list[str]]:
+    """The records of `dirs` added to `base`. `extension`: dirs come from a configuration (bounded
+    in files and steps, outcomes kept per file: see the module's docstring)."""
     by_id = dict(base)
-    problems: list[str] = []
+    folders, problems = extension_files(dirs)
     notices: list[str] = []
-    for directory in dirs:
-        if not directory.is_dir():
-            problems.append(f"{directory}: record directory not found")
-            continue
+    steps = Steps(LOAD_STEPS) if extension else None
+    spent: list[Path] = []
+    for directory, files in folders:
         loaded_here: dict[str, Path] = {}
-        for path in sorted(directory.glob("*.json")):
+        for path in files:
             try:
-                record = load_file(path, paths)
+                record = _load_file_once(path, paths, steps) if steps is not None else load_file(path, paths)
+            except _LoadBudgetSpent:
+                spent.append(path)
+                continue
             except RecordError as error:
                 problems.append(_describe(path, error))
                 continue
@@ -596,6 +733,9 @@ def _load_dirs(
                 if record.id in base:
                     _logger.info("records: %s (replace-records = true in the user config)", notice)
             by_id[record.id] = record
+    if spent:
+        problems.append(f"{spent[0]}: left out with {len(spent) - 1} more record file(s): validating the "
+                        f"extension records took more than {LOAD_STEPS} steps of the matcher (counted, not timed)")
     return by_id, problems, notices
 
 
@@ -647,6 +787,6 @@ def load_records(extra_dirs: Sequence[str] = (), replace_builtin: bool | None = 
 
         replace_builtin = load_user_config()[0].replace_records
     by_id, problems, notices = _load_dirs(
-        [Path(d).expanduser() for d in extra_dirs], base._by_id, _default_paths, replace_builtin
+        [Path(d).expanduser() for d in extra_dirs], base._by_id, _default_paths, replace_builtin, extension=True
     )
     return _make_set(by_id, [*base.problems, *problems], [*base.notices, *notices])

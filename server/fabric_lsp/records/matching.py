@@ -24,7 +24,11 @@ whose errorClass it names comes first. Matches are ranked by matched words, then
 and left-out words, then by the share of the template they cover: best first, one per record.
 
 Cost is bounded: the head and the tail of a long query (MAX_MESSAGE_CHARS each way, as
-RecordSet.match_message), at most MAX_TEMPLATE_WORDS words of a template, MAX_SEGMENT_WORDS of a segment.
+RecordSet.match_message), at most MAX_TEMPLATE_WORDS words of a template, MAX_SEGMENT_WORDS of a segment,
+and MAX_ALIGNMENT_CELLS cells of the alignment tables for the whole query (counted: the records are
+compared in their order, the shipped ones first, and those left when the count is spent are not
+compared, with a notice). A repository's 100 extension records of 200-word messages against a pasted
+20 kB log took 21 CPU-s before that count.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ MIN_WORDS = 3
 MAX_TEMPLATE_WORDS = 200
 MAX_SEGMENT_WORDS = 400
 MAX_SEGMENTS = 200
+MAX_ALIGNMENT_CELLS = 4_000_000  # query words x template words, summed over the query (about 3 s)
 
 _WORD = re.compile(r"[^\W_]\w*|_\w*", re.UNICODE)  # letters, digits and underscores
 _WILD = "\x00"
@@ -244,16 +249,25 @@ def _source_label(path: RecordPath | None) -> str:
     return "the record's errorMessage" if path is None else f"the errorMessage of its path {path.label!r}"
 
 
-def fragment_matches(records: RecordSet, query: str) -> list[Explanation]:
-    """Every record a fragment of one of its runtime messages matches, best first (one per record)."""
+def fragment_matches(records: RecordSet, query: str, notices: list[str] | None = None) -> list[Explanation]:
+    """Every record a fragment of one of its runtime messages matches, best first (one per record).
+    `notices` gets one line when MAX_ALIGNMENT_CELLS ran out before every record was compared."""
     segments = _segments(query)
     prepared = [(segment, _words(segment.text)) for segment in segments]
     prepared = [(segment, words[:MAX_SEGMENT_WORDS]) for segment, words in prepared if words]
     ranked: list[tuple[tuple, Explanation]] = []
+    cells_left = MAX_ALIGNMENT_CELLS
+    left_out: list[Record] = []
     for record in records.records:
         best: tuple[tuple, Explanation] | None = None
-        for path, error_class, template in _candidates(record):
-            template_words, owners = _template_words(template)
+        candidates = [(path, error_class, _template_words(template)) for path, error_class, template in _candidates(record)]
+        cost = sum(len(words) * len(template_words) for _, _, (template_words, _) in candidates for _, words in prepared)
+        if cost > cells_left:
+            left_out.append(record)
+            continue
+        cells_left -= cost
+        for path, error_class, (template_words, owners) in candidates:
+            template = path.error_message if path is not None else record.error_message
             own_words = sum(1 for word in template_words if word != _WILD)
             if not own_words:
                 continue
@@ -283,6 +297,11 @@ def fragment_matches(records: RecordSet, query: str) -> list[Explanation]:
                 ))
         if best is not None:
             ranked.append(best)
+    if left_out and notices is not None:
+        shown = ", ".join(record.source for record in left_out[:3])
+        more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+        notices.append(f"{shown}{more}: not compared with the message: comparing the records' messages word by word "
+                       f"took more than {MAX_ALIGNMENT_CELLS} steps (counted, not timed)")
     ranked.sort(key=lambda item: item[0], reverse=True)
     # Weak matches next to a strong one are noise (a sentence of a long message that another
     # message shares): keep those with at least half the best's matched words.
@@ -290,12 +309,13 @@ def fragment_matches(records: RecordSet, query: str) -> list[Explanation]:
     return [explanation for _, explanation in ranked if explanation.matched * 2 >= best_matched]
 
 
-def explain_query(records: RecordSet, query: str) -> list[Explanation]:
+def explain_query(records: RecordSet, query: str, notices: list[str] | None = None) -> list[Explanation]:
     """What `explain` shows for a query, best first; empty when nothing matches.
 
     A rule code or name, or a record id, gives that record alone; a message its record's
     messagePattern recognises (extra text around it is fine) gives that record alone; otherwise
-    every record a fragment matches (see the module's docstring)."""
+    every record a fragment matches (see the module's docstring). `notices` gets a line for each
+    pattern whose search ran out of steps (RecordSet.match_message)."""
     query = query.strip()
     if not query:
         return []
@@ -310,13 +330,13 @@ def explain_query(records: RecordSet, query: str) -> list[Explanation]:
     record = records.by_id(query)
     if record is not None:
         return [Explanation(record, record.code, None, f"the record id {record.id}", kind="id")]
-    match = records.match_message(query)
+    match = records.match_message(query, notices)
     if match is not None:
         where = "the record's messagePattern" if match.path is None else (
             f"the messagePattern of its path {match.path.label!r}")
         return [Explanation(match.record, match.record.code, match.context, f"{where} (the whole message)",
                             path=match.path, kind="pattern")]
-    return fragment_matches(records, query)
+    return fragment_matches(records, query, notices)
 
 
 def explain_note(found: Explanation, others: Sequence[Explanation] = ()) -> str | None:

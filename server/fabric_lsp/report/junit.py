@@ -5,7 +5,8 @@ without findings is one passing test case, `No findings`. Paths are shown as in 
 
 In a notebook the `line`/`column` attributes are those of the `.ipynb` file's JSON text that holds
 the flagged character, and the failure's text names the cell: `cell 3, line 4, col 16, <message>`.
-Control characters of names and messages are written as escapes (XML 1.0 cannot hold them).
+Control characters of names and messages, and the other characters XML 1.0 cannot hold (U+FFFE,
+U+FFFF, the lone surrogates of a name that is not UTF-8), are written as escapes (`\\ufffe`).
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ from xml.sax.saxutils import escape, quoteattr
 
 from fabric_lsp.findings import Finding
 from fabric_lsp.report.common import ReportContext, row_col
-from fabric_lsp.report.escape import escape_controls
+from fabric_lsp.report.escape import escape_xml
 
 PACKAGE = "org.fabric-lsp"
 
 
 def _text(value: str) -> str:
-    return escape(escape_controls(value))
+    return escape(escape_xml(value))
 
 
 def _attr(value: object) -> str:
-    return quoteattr(escape_controls(str(value)))
+    return quoteattr(escape_xml(str(value)))
 
 
 def _testcase(finding: Finding, context: ReportContext) -> list[str]:

@@ -46,7 +46,8 @@ _LEVEL = {
 def _artifact(path: str, context: ReportContext) -> dict[str, Any]:
     relative = context.relative_to_root(path)
     if relative is not None:
-        return {"uri": urllib.parse.quote(relative), "uriBaseId": SRCROOT}
+        # The name's bytes (a name that is not UTF-8 holds surrogates, which UTF-8 cannot encode).
+        return {"uri": urllib.parse.quote(os.fsencode(relative)), "uriBaseId": SRCROOT}
     return {"uri": Path(os.path.abspath(path)).as_uri()}
 
 

@@ -4,11 +4,17 @@ The entry has code `invalid-syntax`, severity error, the parser's message and th
 (line and column from the parser; in a notebook the cell's, through the joined text). It takes no
 part in `select`/`ignore` and `# noqa` cannot suppress it (neither can ruff's). A Python file is
 compiled as the interpreter would before running it (`compile(..., "exec")`: the parser's errors and
-those of the compiler's checks, such as `return` outside a function); syntax of a newer Python than
-the one running fabric-lsp, which the analysis reads with that syntax blanked (analysis/compat.py),
-is not an error. A notebook's code cells are parsed one by one (the kernel compiles each cell alone):
-only the cells left out of the analysis because they do not parse are reported, not one that parses
-once dedented (IPython dedents a cell indented as a whole); the entry's `context["cell"]` names its cell.
+those of the compiler's checks, such as `return` outside a function). Syntax is judged for the file's
+target (analysis/compat.py: its project's `requires-python`, else the analysis interpreter's version)
+and every newer Python fabric-lsp knows: syntax of a newer Python than the one running fabric-lsp
+(PEP 701 f-strings, type parameters, ...) is blanked in place and the file compiled again, so only an
+error of the file's own is reported, at its place; what no Python from the target on accepts is
+reported, what only an older target rejects is not. A file whose target is newer than any syntax
+fabric-lsp knows and that does not parse here is not reported: a notice says so. The fast path is
+one `compile`; the rest runs only for a file that does not compile. A notebook's code cells are
+parsed one by one (the kernel compiles each cell alone): only the cells left out of the analysis
+because they do not parse are reported, not one that parses once dedented (IPython dedents a cell
+indented as a whole); the entry's `context["cell"]` names its cell.
 """
 
 from __future__ import annotations
@@ -32,44 +38,39 @@ def is_syntax_finding(finding: Finding) -> bool:
     return finding.code == CODE
 
 
-def syntax_findings(path: str, text: str, notebook=None) -> tuple[Finding, ...]:
+def syntax_findings(path: str, text: str, notebook=None, library_path=None) -> tuple[Finding, ...]:
     """The `invalid-syntax` entries of a file read as `text` (a notebook: its joined code cells, with
-    `notebook` its fabric_lsp.notebook.NotebookFile)."""
+    `notebook` its fabric_lsp.notebook.NotebookFile). `library_path`: the analysis interpreter's
+    sys.path (or a function giving it), for the file's target when its project states none."""
+    return syntax_report(path, text, notebook, library_path)[0]
+
+
+def syntax_report(path: str, text: str, notebook=None,
+                  library_path=None) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
+    """The `invalid-syntax` entries of a file, and the notices ("<path>: <reason>") of what does not
+    parse here but cannot be judged (a target newer than any syntax fabric-lsp knows)."""
+    from fabric_lsp.analysis.compat import own_syntax_error
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
         if notebook is not None:
-            return _notebook_findings(path, text, notebook)
-        error = _python_error(path, text)
-    return () if error is None else (_finding(path, error, _LINE_BREAK.split(text), 0),)
+            return _notebook_findings(path, text, notebook, library_path)
+        error = own_syntax_error(text, lambda source: compile(source, path, "exec", dont_inherit=True))
+        if error is not None:
+            target = _target(path, library_path)
+            if not target.judged:  # the analysis says the same (analysis/program.py): said once
+                return (), (f"{path}: not analysed: {target.unknown_syntax()}",)
+    return ((), ()) if error is None else ((_finding(path, error, _LINE_BREAK.split(text), 0),), ())
 
 
-def _python_error(path: str, text: str) -> SyntaxError | None:
-    try:
-        compile(text, path, "exec", dont_inherit=True)
-    except SyntaxError as error:
-        if _newer_syntax(text, error.lineno):
-            return None
-        return error
-    except (ValueError, MemoryError, RecursionError, OverflowError):
-        return None  # NUL bytes (never read as a file), or too deep for this interpreter: not a syntax error
-    return None
+def _target(path: str, library_path):
+    from fabric_lsp.analysis.compat import target_version
+
+    return target_version(path, library_path)
 
 
-def _newer_syntax(text: str, line: int | None) -> bool:
-    """Syntax of a newer Python than this one, which the analysis reads with it blanked."""
-    from fabric_lsp.analysis.compat import neutralize
-
-    found = neutralize(text, line)
-    if found is None:
-        return False
-    try:
-        ast.parse(found[0])
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _notebook_findings(path: str, text: str, notebook) -> tuple[Finding, ...]:
+def _notebook_findings(path: str, text: str, notebook, library_path) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
+    from fabric_lsp.analysis.compat import own_syntax_error
     from fabric_lsp.notebook import layout_of, neutralise
 
     joined = layout_of(text) or notebook.joined()
@@ -79,14 +80,16 @@ def _notebook_findings(path: str, text: str, notebook) -> tuple[Finding, ...]:
         if cell.number not in failed:
             continue
         body = neutralise(cell.text)
-        try:
-            ast.parse(body)
-        except SyntaxError as error:  # parsed again for the error's place (a rare cell)
+        error = own_syntax_error(body, ast.parse)  # parsed again for the error's place (a rare cell)
+        if error is not None:
             entry = _finding(path, error, _LINE_BREAK.split(body)[: cell.line_count], cell.first_line)
             found.append(replace(entry, context={"cell": str(cell.number)}))
-        except (ValueError, MemoryError, RecursionError):
-            continue
-    return tuple(found)
+    if found:
+        target = _target(path, library_path)
+        if not target.judged:
+            cells = ", ".join(f"cell {entry.context['cell']}" for entry in found)
+            return (), (f"{path}: not analysed: {target.unknown_syntax(cells)}",)
+    return tuple(found), ()
 
 
 def _finding(path: str, error: SyntaxError, lines: list[str], first_line: int) -> Finding:

@@ -37,8 +37,14 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
             return None
         query = query.strip()
         config, _ = ls.config_for(os.path.join(ls.root_path or os.getcwd(), "__explain__.py"))
-        records = ls.records_for(config)
-        found = explain_query(records, query)  # a code, a record id, a message or a fragment of one
+        # Off the event loop: loading extension records and matching are bounded by counts, not short.
+        loop = asyncio.get_running_loop()
+        records = await loop.run_in_executor(None, ls.records_for, config)
+        notices: list[str] = []
+        # a code, a record id, a message or a fragment of one
+        found = await loop.run_in_executor(None, explain_query, records, query, notices)
+        for notice in notices:
+            log.info("records: %s", notice)
         if not found:
             ls.window_show_message(
                 types.ShowMessageParams(

@@ -3,6 +3,8 @@ document or a notebook cell."""
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from fabric_lsp.lsp.documents import NotebookDocument
@@ -30,7 +32,8 @@ async def hover(ls: FabricLanguageServer, params: types.HoverParams) -> types.Ho
         findings = result.findings if result is not None and result.text == doc.text else ()
         path, index = doc.analysis_path, doc.index
     config, _ = ls.config_for(doc.analysis_path)
-    records = ls.records_for(config)
+    # Extension records are read and validated (bounded, once per file) off the event loop.
+    records = await asyncio.get_running_loop().run_in_executor(None, ls.records_for, config)
     return hover_at(
         findings,
         path,
