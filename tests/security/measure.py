@@ -52,15 +52,16 @@ def limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def run_cli(cwd: Path, env: dict[str, str], *argv: str, timeout: float = 120.0) -> Measured:
-    """`python -m fabric_lsp ARGV` from this repository's server/, with `env`."""
+def run_cli(cwd: Path, env: dict[str, str], *argv: str, timeout: float = 120.0, stdin: bytes | None = None) -> Measured:
+    """`python -m fabric_lsp ARGV` from this repository's server/, with `env` (and `stdin` as its
+    standard input)."""
     env = {**env, "PYTHONPATH": str(REPO_ROOT / "server")}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile("r", suffix=".json") as usage:
         command = [sys.executable, "-c", _LAUNCHER, str(ADDRESS_SPACE_MB * 1024 * 1024), usage.name,
                    sys.executable, "-m", "fabric_lsp", *argv]
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                   start_new_session=True)
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err, start_new_session=True,
+                                   stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE)
         expired = threading.Event()
 
         def stop() -> None:
@@ -73,6 +74,12 @@ def run_cli(cwd: Path, env: dict[str, str], *argv: str, timeout: float = 120.0) 
         timer = threading.Timer(timeout, stop)
         timer.start()
         try:
+            if stdin is not None:  # the launcher's standard input is the CLI's
+                try:
+                    process.stdin.write(stdin)
+                    process.stdin.close()
+                except BrokenPipeError:
+                    pass
             process.wait()
         finally:
             timer.cancel()

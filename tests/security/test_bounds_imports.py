@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import os
 import shutil
 import sys
 import time
@@ -18,12 +19,19 @@ from fabric_lsp.analysis.project import declared_package_roots, scan_imports
 from fabric_lsp.config import Config
 from fabric_lsp.engine import check_source
 
-from tests.security.costs import REPO, run_cli
+from tests.security.measure import REPO_ROOT as REPO
+from tests.security.measure import run_cli as measured_cli
 
 sys.path.insert(0, str(REPO / "tests" / "lsp"))  # lspkit
 
 from lspkit import capabilities, diagnostics, open_doc, session  # noqa: E402
 from lsprotocol import types  # noqa: E402
+
+
+def run_cli(*argv: str, cwd: Path, stdin: bytes | None = None):
+    """The CLI measured (tests/security/measure.py), with the test environment less VIRTUAL_ENV."""
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    return measured_cli(cwd, env, *argv, stdin=stdin)
 
 CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
 RUN = itertools.count()

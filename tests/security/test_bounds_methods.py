@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 import json
 import time
 from pathlib import Path
@@ -17,7 +18,13 @@ from fabric_lsp.config import Config
 from fabric_lsp.engine import check_paths, check_source
 from fabric_lsp.rules.fab004_mark_forward_method_invalid_name import MAX_SUGGESTION_CANDIDATES
 
-from tests.security.costs import run_cli
+from tests.security.measure import run_cli as measured_cli
+
+
+def run_cli(*argv: str, cwd: Path, stdin: bytes | None = None):
+    """The CLI measured (tests/security/measure.py), with the test environment less VIRTUAL_ENV."""
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    return measured_cli(cwd, env, *argv, stdin=stdin)
 
 RUN = itertools.count()
 
@@ -83,7 +90,7 @@ def test_the_closest_method_is_suggested_below_the_bound_and_not_searched_above_
 
     above = class_with_methods(MAX_SUGGESTION_CANDIDATES, mark="genrate", calls=False, extra=generate)
     path = str(tmp_path / "above.py")
-    found, _, notices = check_paths({path: above}, Config())
+    found, _, notices, _ = check_paths({path: above}, Config())
     [finding] = found[path]
     # The name is certainly missing (an error), but which one was meant is not searched for: no
     # suggestion, and no removal offered in place of a rename; said once.

@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from tests.security.costs import REPO, run_cli
+from tests.security.measure import REPO_ROOT as REPO
+from tests.security.measure import run_cli as measured_cli
 
 sys.path.insert(0, str(REPO / "tests" / "lsp"))  # lspkit
 
 from lspkit import TIMEOUT, capabilities, diagnostics, open_doc, session, wait_until  # noqa: E402
 from lsprotocol import types  # noqa: E402
+
+
+def run_cli(*argv: str, cwd: Path, stdin: bytes | None = None):
+    """The CLI measured (tests/security/measure.py), with the test environment less VIRTUAL_ENV."""
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    return measured_cli(cwd, env, *argv, stdin=stdin)
 
 CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
 LINE = "value = fabric.setup(model)\n"
