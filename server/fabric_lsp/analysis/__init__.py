@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
 from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, describe, sort_key
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
@@ -134,6 +135,20 @@ class ProgramFacts:
         if key not in cache:
             cache[key] = (cls, method_info(self, cls, name))
         return cache[key][1]
+
+    def library_skew(self, cls: ClassRef) -> str | None:
+        """When `cls` is (or derives from) a library model the tables describe and the analysis
+        interpreter has another version of that library installed: a sentence saying so."""
+        for ref in self.resolver.mro(cls) if cls is not None else ():
+            if isinstance(ref, LibraryClass) and ref.in_tables:
+                name = library_models.library(ref.qualified)
+                table = library_models.table_version(name)
+                installed = library_models.installed_version(name, self.program.resolver.library_path)
+                if installed is not None and installed != table:
+                    return (f"{name} {installed} is installed; fabric-lsp's tables for {name} come from {table}, "
+                            "so what this method runs may differ")
+                return None
+        return None
 
     def method_kind(self, cls: ClassRef, name: str) -> str:
         """method_info's kind, without asking whether the method runs a module (which reads its body
@@ -412,6 +427,8 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
         return MethodInfo("unknown", None, None, None)
     owner, definition = resolver.find_attribute(cls, name)
     class_name = cls.name
+    if isinstance(owner, LibraryClass) and owner.in_tables:
+        return _library_method_info(runs_module, owner, name, class_name)
     if owner is None:
         bound = _bound_method_attribute(facts, cls, name)
         if bound is not None:
@@ -434,6 +451,21 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
         return MethodInfo("generator", class_name, span, None)
     verdict = runs_module(cls, name) if kind in ("method", "classmethod") else None
     return MethodInfo(kind, class_name, span, verdict)
+
+
+_LIBRARY_KINDS = {"method": "method", "classmethod": "classmethod", "staticmethod": "staticmethod",
+                  "property": "property", "property_method": "property", "attribute": "attribute"}
+
+
+def _library_method_info(runs_module, owner: LibraryClass, name: str, class_name: str) -> MethodInfo:
+    """`name` on a model of transformers, timm, ... (the library tables): its kind, and for a method
+    whether it runs a module (FAB001); unknown where the tables cannot tell."""
+    kind = library_models.method_kind(owner.qualified, name)
+    if kind is None:
+        return MethodInfo("unknown", class_name, None, None)
+    kind = _LIBRARY_KINDS.get(kind, kind)
+    runs = runs_module(owner, name) if kind in ("method", "classmethod") else None
+    return MethodInfo(kind, class_name, None, runs)
 
 
 def _method_alias(owner: ClassInfo, value: ast.AST):

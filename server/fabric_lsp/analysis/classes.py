@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, ImportTable, normalize_torch_name
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import library_module_facts
 from fabric_lsp.analysis.values import Class, Lib, Module
@@ -26,7 +27,14 @@ class LibraryClass:
 
     @property
     def name(self) -> str:
+        if self.in_tables:
+            return library_models.display_name(self.qualified)
         return self.qualified.rsplit(".", 1)[-1]
+
+    @property
+    def in_tables(self) -> bool:
+        """A class (or family) of transformers, timm, ... described by the library tables."""
+        return library_models.is_library_name(self.qualified) and library_models.is_class(self.qualified)
 
     @property
     def is_torch_nn(self) -> bool:
@@ -254,6 +262,12 @@ class ClassResolver:
             if ref is None:
                 unknown = True
             elif isinstance(ref, LibraryClass):
+                if ref.in_tables:
+                    verdict = library_models.is_module(ref.qualified)
+                    if verdict is not None:
+                        return verdict
+                    unknown = True
+                    continue
                 if ref.is_torch_nn or ref.is_metric or ref.qualified.startswith(
                     ("lightning.pytorch.core.module", "lightning.LightningModule", "lightning.pytorch.LightningModule")
                 ):
@@ -273,6 +287,9 @@ class ClassResolver:
                 if name in attributes:
                     return ref, attributes[name]
             elif isinstance(ref, LibraryClass):
+                if ref.in_tables:
+                    # The tables hold the whole MRO (torch's classes too): found there or missing.
+                    return (ref, None) if library_models.defines(ref.qualified, name) else (None, None)
                 facts = library_module_facts(ref.qualified)
                 if facts is not None and name in facts.attributes:
                     return ref, None
@@ -293,6 +310,8 @@ class ClassResolver:
                     return True
                 if ref.defines("__getattr__"):
                     return None  # hasattr may well succeed through it
+            elif ref.in_tables:
+                return library_models.has_reset_parameters(ref.qualified)
             else:
                 facts = library_module_facts(ref.qualified)
                 if facts is not None:

@@ -40,6 +40,7 @@ from typing import Callable, Iterable
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes, wrapper_attributes
 from fabric_lsp.analysis.torch_tables import tables
 from fabric_lsp.analysis.values import (
@@ -775,9 +776,17 @@ class Solver:
         base_values = tuple(self.ev(base, frame) for base in bases)
         for _, value in keywords:
             self.ev(value, frame)
-        for decorator in decorators:
-            self.ev(decorator, frame)
         key = class_key(child)
+        for decorator, decorator_node in zip(decorators, node.decorator_list):
+            values = self.ev(decorator, frame)
+            if _last_name(decorator_node) in TRANSPARENT_DECORATORS:
+                continue
+            # A project decorator gets the class (`@register("lm")` puts it into a registry); the
+            # name stays bound to the class itself, which is what class decorators return.
+            call = _Call(decorator_node, decorator, [(False, frozenset({key}))], [], frame)
+            for value in self.ordered(values):
+                if isinstance(value, Function) and not value.external:
+                    self.call_value(value, call)
         self.write(("bases", key), frozenset({Tuple(base_values)}))
         self.assign(("name", name), frozenset({key}), frame)
 
@@ -1115,7 +1124,13 @@ class Solver:
 
     def attribute_of(self, obj, name: str, frame: _Frame | None) -> frozenset:
         if isinstance(obj, Lib):
-            return frozenset({Lib(obj.qualified + "." + name)})
+            qualified = obj.qualified + "." + name
+            if library_models.is_library_name(qualified) and library_models.known(qualified) is None \
+                    and not library_models.is_class(obj.qualified):
+                found = self._ask("library_fallback", qualified)  # a name the library tables do not know
+                if found:
+                    return found
+            return frozenset({Lib(qualified)})
         if isinstance(obj, Module):
             if obj.external:
                 return self._ask("external_attribute", obj, name) or JUST_UNKNOWN
@@ -1182,6 +1197,10 @@ class Solver:
     def _library_instance_attribute(self, inst: Instance, name: str) -> frozenset:
         if name in _RETURNS_SELF:
             return frozenset({Special("returns_receiver", inst)})
+        if isinstance(inst.cls, Lib) and library_models.is_class(inst.cls.qualified):
+            kind = library_models.method_kind(inst.cls.qualified, name)
+            if kind in ("method", "classmethod"):
+                return frozenset({Special("lib_method", inst, name)})
         return frozenset({Special("lib_method", inst, name)}) if name in nn_module_attributes() else JUST_UNKNOWN
 
     def _class_attribute(self, cls: Class, name: str) -> frozenset:
@@ -1191,6 +1210,9 @@ class Solver:
             for value in values:
                 found.update(self._bind_class_value(value, owner, cls))
             return frozenset(found)
+        if isinstance(owner, Lib) and library_models.is_class(owner.qualified):
+            # `MyVAE.from_pretrained(...)` on a subclass of a library model: the tables say what it returns
+            return frozenset({Special("library_classmethod", cls, owner.qualified + "." + name)})
         return JUST_UNKNOWN
 
     def _super_attribute(self, sup: Super, name: str) -> frozenset:
@@ -1575,9 +1597,101 @@ class Solver:
             return frozenset({made})
         if name.startswith("torchmetrics") and short[:1].isupper():
             return frozenset({Instance(Lib(name))})
+        if library_models.is_library_name(name):
+            return self._library_results(library_models.result_classes(name, self._library_arguments(call)), call)
         if name.startswith("builtins."):
             return self._builtin_call(short, call)
         return JUST_UNKNOWN
+
+    def _library_results(self, classes, call: "_Call") -> frozenset:
+        """Instances of the library classes (or families) a library call returns; a tuple of them for
+        {index: classes}; unknown for None. Built under a meta-device context, they are meta models."""
+        if classes is None:
+            return JUST_UNKNOWN
+        frame = call.frame
+        meta = frame.meta or frame.default_meta
+
+        def made(names) -> frozenset:
+            found = set()
+            for name in names:
+                module = library_models.is_module(name)
+                if not library_models.is_class(name):  # a config: its literal keywords may choose a factory's result
+                    found.add(Instance(Lib(name), keywords=self._literal_keywords(call)))
+                    continue
+                instance = Instance(Lib(name), self._meta_for(meta, call) if meta is not None else None)
+                if meta is not None and module:
+                    self._event("meta_build", call, values=frozenset({instance}))
+                found.add(instance)
+            return frozenset(found)
+
+        if isinstance(classes, dict):  # a tuple: a container whose elements are known by position
+            site = call.node
+            everything = NOTHING
+            for index, names in sorted(classes.items()):
+                values = made(names)
+                self.write(("element", site, const(index)), values)
+                everything = everything | values
+            self.write(("elements", site), everything | JUST_UNKNOWN)
+            return frozenset({Container(site, frame.scope.path)})
+        return made(classes)
+
+    @staticmethod
+    def _literal_keywords(call: "_Call") -> tuple:
+        found = []
+        for name, values in call.kwargs:
+            if name is not None and len(values) == 1:
+                value = next(iter(values))
+                if isinstance(value, Const) and value.kind == "str":
+                    found.append((name, value.value))
+        return tuple(sorted(found))
+
+    def _library_arguments(self, call: "_Call") -> "library_models.CallArguments":
+        """What a library factory may ask of its call's arguments (libraries/models.py)."""
+
+        def values(position, keyword) -> frozenset:
+            found = call.keyword(keyword) if keyword else NOTHING
+            if position is not None and position < len(call.args) and not any(starred for starred, _ in call.args[:position + 1]):
+                found = found | call.positional(position)
+            return found
+
+        def literal(position, keyword):
+            found = values(position, keyword)
+            if len(found) == 1:
+                value = next(iter(found))
+                if isinstance(value, Const) and value.kind == "str":
+                    return value.value
+            return None
+
+        def attribute_literal(position, keyword, attribute):
+            found = values(position, keyword)
+            literals = set()
+            for value in found:
+                if not isinstance(value, Instance) or not isinstance(value.cls, Lib):
+                    return None
+                literals.add(dict(value.keywords).get(attribute))
+            return literals.pop() if len(literals) == 1 else None
+
+        def class_of(position, keyword):
+            found = values(position, keyword)
+            if len(found) == 1:
+                value = next(iter(found))
+                if isinstance(value, Instance) and isinstance(value.cls, Lib):
+                    return value.cls.qualified
+            return None
+
+        def keyword(name):
+            if any(key is None for key, _ in call.kwargs):
+                return None  # **kwargs may hold it
+            found = call.keyword(name)
+            if not found:
+                return "absent"
+            if all(isinstance(v, Const) and v.value in (False, None) for v in found):
+                return "false"
+            if any(isinstance(v, Const) and v.value in (False, None) for v in found) or UNKNOWN in found:
+                return None
+            return "set"
+
+        return library_models.CallArguments(literal, class_of, keyword, attribute_literal)
 
     def _builtin_call(self, name: str, call: "_Call") -> frozenset:
         frame = call.frame
@@ -1652,6 +1766,12 @@ class Solver:
             return frozenset({const(None)})
         if kind == "returns_receiver":
             return frozenset({special.receiver})
+        if kind == "library_classmethod":
+            owner = special.extra.rpartition(".")[0]
+            classes = library_models.result_classes(special.extra, self._library_arguments(call))
+            if classes == [library_models.known(owner)]:  # the receiver's class (cls)
+                return self._tagged(frozenset({Instance(special.receiver)}), call)
+            return self._library_results(classes, call)
         if kind == "container_method":
             return self._container_call(special.receiver, special.extra, call)
         return JUST_UNKNOWN
@@ -1975,6 +2095,8 @@ _FABRIC_API = frozenset((
 
 def library_defines(qualified: str, name: str) -> bool:
     """Does a library base class define `name` (so the MRO search stops there)?"""
+    if library_models.is_library_name(qualified) and library_models.is_class(qualified):
+        return library_models.defines(qualified, name) or name.startswith("__")
     if qualified in FABRIC_CLASS_NAMES:
         return name in _FABRIC_API or name.startswith("__")
     if qualified.startswith("torch.nn.") or qualified.startswith("torchmetrics"):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass
 from fabric_lsp.analysis.imports import ImportTable, normalize_torch_name
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.modules import ModuleAnalyzer, OwnedTensor, _constructor_calls
 from fabric_lsp.analysis.source import SourceFile
@@ -26,6 +27,9 @@ class Offender:
     call: ast.Call  # the offender's constructor call (in its parent's __init__ or the meta context)
     owned: tuple[OwnedTensor, ...]  # for ClassInfo offenders: what reset_parameters must re-create
     path: tuple[str, ...] = ()  # attribute path from the root: ("blocks[0]", "attn")
+    # In a library model (the tables): the other modules without reset_parameters, after this first
+    # one (the one materialization names): the model is reported once, its classes cannot be edited.
+    others: tuple[str, ...] = ()
 
 
 def patched_classes(sources) -> set[str]:
@@ -75,6 +79,18 @@ class MetaAnalyzer:
         if cls is None or depth > _MAX_TREE_DEPTH:
             return []
         found: list[Offender] = []
+        if isinstance(cls, LibraryClass) and cls.in_tables:
+            # A model of transformers, timm, ...: the modules the tables saw without reset_parameters,
+            # reported as one offender: the first in module order (the one Lightning's TypeError names).
+            modules = library_models.unresettable(cls.qualified) or ()
+            if modules:
+                first = modules[0]
+                owned = tuple(OwnedTensor(tensor, "tensor", None, None) for tensor in first.tensors)
+                parts = tuple(first.path.split(".")) if first.path else ()
+                name = first.cls.rsplit(".", 1)[-1]
+                others = tuple(dict.fromkeys(m.cls.rsplit(".", 1)[-1] for m in modules[1:] if not m.cls.endswith("." + name)))
+                found.append(Offender(LibraryClass(first.cls), name, source, call, owned, path + parts, others))
+            return found
         if isinstance(cls, LibraryClass):
             if cls.qualified in ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"):
                 for inner in _constructor_calls(call)[1:]:

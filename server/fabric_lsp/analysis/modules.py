@@ -16,6 +16,7 @@ from fabric_lsp.analysis.classes import (
     decorator_kind,
     module_level_function,
 )
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes
 
@@ -91,6 +92,8 @@ class ModuleAnalyzer:
             if qualified in ("torch.compile",) and expr.args:
                 return self.value_kind(source, expr.args[0], function)
             cls = self.resolver.resolve(source, expr.func)
+            if isinstance(cls, LibraryClass) and library_models.is_library_name(cls.qualified) and not cls.in_tables:
+                return UNKNOWN, None  # a library factory: the value flow knows what it returned (_field_kind)
             if cls is not None:
                 is_module = self.resolver.is_module(cls)
                 if is_module is True:
@@ -179,6 +182,8 @@ class ModuleAnalyzer:
         owner, definition = self.resolver.find_attribute(cls, name)
         if owner is None:
             return RunsModule(True, f"`{name}` could not be found", certain=False)
+        if isinstance(owner, LibraryClass) and owner.in_tables:
+            return library_runs(owner, name)
         if isinstance(owner, LibraryClass) or definition is None:
             # torch.nn.Module's own methods never run a forward from outside (parameters(), to(), ...).
             return RunsModule(False, f"`{name}` is defined by {owner.name if owner else 'a library'}")
@@ -242,7 +247,7 @@ class ModuleAnalyzer:
                         continue
                     if func.attr in nn_module_attributes():
                         continue
-                    if isinstance(child_cls, ClassInfo):
+                    if isinstance(child_cls, ClassInfo) or (isinstance(child_cls, LibraryClass) and child_cls.in_tables):
                         inner = self.runs_module(child_cls, func.attr, depth + 1)
                         if inner.runs:
                             return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)`, which {inner.reason}", inner.certain)
@@ -275,6 +280,9 @@ class ModuleAnalyzer:
             if inner.runs:
                 return RunsModule(True, f"calls `self.{attribute}(...)`, which {inner.reason}", inner.certain)
             return None
+        if isinstance(owner, LibraryClass) and owner.in_tables:
+            inner = library_runs(owner, attribute)  # `self.generate(...)` in a subclass of a library model
+            return RunsModule(True, f"calls `self.{attribute}(...)`, which {inner.reason}", inner.certain) if inner.runs else None
         if isinstance(owner, LibraryClass):
             return None  # nn.Module API such as self.parameters()
         if isinstance(definition, ast.Name) and isinstance(owner, ClassInfo) and definition.id in owner.methods():
@@ -292,6 +300,11 @@ class ModuleAnalyzer:
     def _forward_runs_children(self, child_cls: ClassRef, depth: int) -> RunsModule | None:
         if isinstance(child_cls, ClassInfo):
             return self.runs_module(child_cls, "forward", depth + 1)
+        if isinstance(child_cls, LibraryClass) and child_cls.in_tables:
+            if all(library_models.unresettable(each) is not None for each in library_models.candidates(child_cls.qualified)):
+                # a model the tables built (a tree of submodules): its forward runs them
+                return RunsModule(True, f"runs the submodules of the `{child_cls.name}`")
+            return None
         if isinstance(child_cls, LibraryClass):
             facts = library_module_facts(child_cls.qualified)
             if facts is not None and facts.table is not None and facts.table.container:
@@ -421,6 +434,10 @@ class ModuleAnalyzer:
                 facts.parametrizations.append(Parametrization(call, attribute))
                 continue
             child = self.resolver.resolve(cls.source, call.func)
+            if isinstance(child, LibraryClass) and library_models.is_library_name(child.qualified) and not child.in_tables:
+                # a library factory (`timm.create_model("vit_...")`): the class the value flow says it made
+                made = self._field_class(cls, attribute) if attribute and index == 0 else None
+                child = made if isinstance(made, LibraryClass) and made.in_tables else None
             if child is None:
                 continue
             if isinstance(child, LibraryClass) and child.qualified in _CONTAINERS:
@@ -431,6 +448,15 @@ class ModuleAnalyzer:
     def library_owns_tensors(self, cls: LibraryClass, call: ast.Call | None) -> bool:
         facts = library_module_facts(cls.qualified)
         return facts is not None and facts.owns_tensors(call)
+
+
+def library_runs(cls: LibraryClass, name: str) -> RunsModule:
+    """FAB001's verdict for a method of a library model, from the library tables; unknown (not
+    certain) when they did not decide it."""
+    verdict = library_models.method_verdict(cls.qualified, name)
+    if verdict.runs is None:
+        return RunsModule(True, verdict.reason, certain=False)
+    return RunsModule(verdict.runs, verdict.reason)
 
 
 _NOT_A_PARAMETER = object()

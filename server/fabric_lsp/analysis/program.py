@@ -20,6 +20,7 @@ from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.flow import Solver
 from fabric_lsp.analysis.imports import normalize_torch_name
 from fabric_lsp.analysis.incremental import parse_text
+from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.project import (
     MAX_PROGRAM_FILES,
     OPAQUE_ROOTS,
@@ -100,6 +101,7 @@ class Program:
     _external: dict[str, SourceFile | None] = field(default_factory=dict)
     _external_read: dict[str, tuple | None] = field(default_factory=dict)  # path -> disk_identity before reading
     _external_static: dict = field(default_factory=dict)
+    _library_modules: dict = field(default_factory=dict)  # path -> dotted name in a library with tables
     _class_bindings: dict = field(default_factory=dict)
     _external_class_nodes: dict = field(default_factory=dict)
 
@@ -180,6 +182,10 @@ class Program:
             top = dotted.split(".")[0]
             if top in OPAQUE_ROOTS:
                 return Lib(normalize_torch_name(dotted))
+            if library_models.is_library_name(dotted):
+                # The library tables answer its names (libraries/models.py); what they do not
+                # know is read from the one module that defines it (library_fallback), never jedi.
+                return Lib(dotted)
         location = self.resolver.resolve(dotted, from_path, level)
         return self._module_value(location)
 
@@ -281,7 +287,8 @@ class Program:
                 candidate = frozenset({Function((path, qualname, statement), external=True)})
             elif isinstance(statement, ast.ClassDef) and statement.name == name:
                 qualname = f"{cls.qualname}.{name}" if cls is not None else name
-                candidate = frozenset({Class(path, qualname, statement.lineno, external=True)})
+                candidate = frozenset({self._library_class_value(path, qualname)
+                                       or Class(path, qualname, statement.lineno, external=True)})
             elif isinstance(statement, ast.ImportFrom) and cls is None:
                 for alias in statement.names:
                     if (alias.asname or alias.name) == name and alias.name != "*":
@@ -347,11 +354,49 @@ class Program:
                     bound = True
         return bound
 
+    def library_fallback(self, qualified: str) -> frozenset:
+        """A name of a library with tables that the tables do not know: what the one module that
+        defines it binds (read as text, never jedi: transformers' lazy `__init__` sent one jedi
+        question through 4,500 star imports, 38 s). Its classes' bases that the tables know become
+        their `Lib` values, so an undescribed model class inherits GenerationMixin.generate's verdict."""
+        module, _, name = qualified.rpartition(".")
+        if not module or not name:
+            return frozenset()
+        location = self.resolver.resolve(module, self.root, 0)
+        if location is None or not location.path.endswith(".py"):
+            return frozenset()
+        return self.external_attribute(Module(location.path, True), name)
+
+    def _library_dotted(self, path: str) -> str | None:
+        """The dotted module name of a file of a library with tables, on the analysis interpreter's path."""
+        known = self._library_modules.get(path, False)
+        if known is not False:
+            return known
+        found = None
+        for folder in self.resolver.library_path:
+            if folder and path.startswith(folder.rstrip(os.sep) + os.sep) and path.endswith(".py"):
+                parts = path[len(folder.rstrip(os.sep)) + 1:-3].split(os.sep)
+                if parts[-1] == "__init__":
+                    parts.pop()
+                dotted = ".".join(parts)
+                found = dotted if parts and library_models.is_library_name(dotted) else None
+                break
+        self._library_modules[path] = found
+        return found
+
+    def _library_class_value(self, path: str, qualname: str):
+        """`Lib` for a class statement of a library with tables that the tables describe, else None."""
+        dotted = self._library_dotted(path)
+        if dotted is None:
+            return None
+        name = library_models.known(f"{dotted}.{qualname}")
+        return Lib(name) if name is not None and library_models.is_class(name) else None
+
     def ask_jedi(self, path: str, name: str) -> frozenset:
         """A library module's name that its binding statements do not answer (a lazy loader, names
         made by code): jedi's answer, at most JEDI_QUESTIONS_PER_PROGRAM distinct questions per
         program (counted per program, so the answer never depends on what another program asked)."""
-        if self.jedi is None or self.resolver.in_project(path):
+        if self.jedi is None or self.resolver.in_project(path) or self._library_dotted(path) is not None:
             return frozenset()
         from fabric_lsp.analysis.workspace import JEDI_QUESTIONS_PER_PROGRAM
 
@@ -390,6 +435,8 @@ class Program:
     def _import_value(self, dotted: str, from_path: str, level: int):
         if level == 0 and dotted.split(".")[0] in OPAQUE_ROOTS:
             return Lib(normalize_torch_name(dotted))
+        if level == 0 and library_models.is_library_name(dotted):
+            return Lib(dotted)
         location = self.resolver.resolve(dotted, from_path, level)
         if location is None:
             return None

@@ -81,6 +81,9 @@ class Instance(NamedTuple):
     meta: object = None
     compiled: bool = False
     t: str = "instance"
+    # For a library object that is not a module (a PeftConfig): its constructor's literal keywords,
+    # ((name, value), ...), which a library factory may choose by (peft's task_type).
+    keywords: tuple = ()
 
 
 class Strategy(NamedTuple):

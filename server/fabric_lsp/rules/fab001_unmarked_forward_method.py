@@ -91,6 +91,9 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
             related.append(Related(hop_source.span(hop_node), text))
     if info.definition is not None:
         related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
+    skew = facts.library_skew(strongest.cls)
+    if skew is not None:
+        related.append(Related(source.span(call.node), skew))
     if len(class_names) > 1:
         class_name = " / ".join(class_names)
     fix = _mark_fix(facts, origins, call.method)

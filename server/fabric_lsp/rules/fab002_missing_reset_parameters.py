@@ -86,6 +86,8 @@ def _how(model: MetaModelFact) -> str:
 
 
 def _display(offender: Offender) -> str:
+    if isinstance(offender.cls, LibraryClass) and offender.cls.in_tables:
+        return offender.name
     if isinstance(offender.cls, LibraryClass):
         return offender.cls.qualified.replace("torch.nn.", "nn.", 1)
     return offender.name
@@ -125,9 +127,15 @@ def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how:
     if model.classes_at_materialization > 1:
         conditions.append(f"when the model built is a `{model.cls.name}`")
     certainty = f" ({'; '.join(conditions)})" if conditions else ""
+    others = ""
+    if offender.others:
+        shown = ", ".join(f"`{name}`" for name in offender.others[:3])
+        more = f" and {len(offender.others) - 3} more" if len(offender.others) > 3 else ""
+        verb = "lacks" if len(offender.others) == 1 else "lack"
+        others = f"; {shown}{more} in the same model {verb} it too"
     return (
         f"`{offender.name}` {what} but has no `reset_parameters()`; {where} and materialized by "
-        f"{description}: {_ERRORS[how].format(name=offender.name)}{certainty}"
+        f"{description}: {_ERRORS[how].format(name=offender.name)}{certainty}{others}"
     )
 
 
