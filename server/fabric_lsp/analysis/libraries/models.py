@@ -131,6 +131,10 @@ def _resolve(spec: ReturnSpec, arguments: CallArguments, owner: str, factory: st
         if keyword.endswith("=False"):  # the result when it is passed as False
             keyword, wanted = keyword[: -len("=False")], "false"
         given = arguments.keyword(keyword)
+        if given is None and keyword == "trust_remote_code":
+            # A value from a config: taken as not set. Remote code for an Auto class is a model of the
+            # same kind (a PreTrainedModel with GenerationMixin for causal LMs); a literal True stays unknown.
+            continue
         if given is None:
             return None  # it may be passed: the tables cannot tell which result
         if given == wanted:
