@@ -240,9 +240,9 @@ def bench_libs(quick: bool) -> list[dict]:
         rows.append(row(
             f"libraries, `check --no-cache --python .venv-libs/bin/python`: {label}, "
             f"`{paths[label].name}` ({result['lines']} lines); without `--python` for comparison",
-            f"{libs['wall']:.2f} s (CPU {libs['cpu']:.2f} s), {libs['peak'] / MB:.0f} MB, {libs['findings']} findings; "
+            f"{libs['wall']:.2f} s (CPU {libs['cpu']:.2f} s), {libs['peak'] / MB:.0f} MB, {_findings(libs['findings'])}; "
             f"without: {plain['wall']:.2f} s (CPU {plain['cpu']:.2f} s), {plain['peak'] / MB:.0f} MB, "
-            f"{plain['findings']} findings ({'equal' if result['equal'] else 'DIFFERENT'}; median wall of {runs} runs each, largest peak RSS)",
+            f"{_findings(plain['findings'])} ({'equal' if result['equal'] else 'DIFFERENT'}; median wall of {runs} runs each, largest peak RSS)",
             "<= 1 s, <= 300 MB, equal findings", holds,
         ))
     rows.append(row(
@@ -281,12 +281,16 @@ def bench_libs(quick: bool) -> list[dict]:
         f"libraries, no unbounded jedi walk: jedi questions (Workspace.module_attribute) and inference steps over "
         f"the {len(jedi)} files, with .venv-libs",
         f"{questions} questions ({library_questions} about names of the seven libraries), {steps} jedi steps, jedi "
-        f"imported in {imported} of {len(jedi)} runs; library modules read as text: "
-        f"{', '.join(f'{name} {count}' for name, count in sorted(read.items())) or 'none'} "
-        f"(all-libraries file: {sum(every['library_read'].values())})",
+        f"imported in {imported} of {len(jedi)} runs; library modules read as text (for names the tables lack): "
+        f"{', '.join(f'{name} {count}' for name, count in sorted(read.items())) or 'none'}, "
+        f"{sum(every['library_read'].values())} of them for `{paths[lib_bench.ALL_LABEL].name}`",
         "0 questions about library names", library_questions == 0,
     ))
     return rows
+
+
+def _findings(count: int) -> str:
+    return f"{count} finding{'' if count == 1 else 's'}"
 
 
 def bench_memory(quick: bool) -> list[dict]:
