@@ -233,6 +233,15 @@ def method_kind(qualified: str, name: str) -> str | None:
     return kinds.pop()
 
 
+def lacks(qualified: str, name: str) -> bool:
+    """No class the value may be (for an open family: its base, as the tables describe it) has `name`:
+    using it fails with AttributeError, whatever else."""
+    classes = candidates(qualified)
+    return bool(classes) and all(tables.find_attribute(cls, name) is None and not any(
+        (tables.library_class(k) or tables.library_class(cls)).custom_getattr for k in tables.mro(cls) if tables.library_class(k))
+        for cls in classes)
+
+
 def defines(qualified: str, name: str) -> bool:
     """Does the class (or a base the tables describe) bind `name`: the MRO search stops there."""
     return any(tables.find_attribute(cls, name) is not None for cls in candidates(qualified))
