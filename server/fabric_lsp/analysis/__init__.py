@@ -90,6 +90,29 @@ class MarkFact:
     values: frozenset  # the argument's flow values
 
 
+@dataclass(frozen=True)
+class BackwardPath:
+    """One way the wrapped model's output reaches `loss.backward()`: its setup call and the Fabric there,
+    with whether that Fabric registers the raising backward hook (True / False / None: not visible)."""
+
+    origin: Origin
+    fabric: FabricValue
+    hooks: bool | None
+    setting: str  # what decides it: 'precision="bf16-mixed"', 'strategy="fsdp"', ...
+
+
+@dataclass
+class BackwardFact:
+    """`loss.backward()` where `loss` is computed from the output of a Fabric-wrapped model."""
+
+    node: ast.Call
+    path: str
+    scope: ir.Scope
+    paths: list[BackwardPath] = field(default_factory=list)
+    # Expressions naming a Fabric where the call is made: (text, Fabric objects) for the fix.
+    fabric_names: list[tuple[str, frozenset]] = field(default_factory=list)
+
+
 @dataclass
 class Materialization:
     how: str  # "materialize" (_materialize_meta_tensors), "distributed" (_materialize_distributed_module), "fsdp", "model_parallel", "setup"
@@ -119,6 +142,7 @@ class ProgramFacts:
     method_calls: list[MethodCallFact] = field(default_factory=list)
     marks: list[MarkFact] = field(default_factory=list)
     meta_models: list[MetaModelFact] = field(default_factory=list)
+    backwards: list[BackwardFact] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     origins: dict[int, Origin] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
@@ -219,6 +243,7 @@ def analyze(program) -> ProgramFacts:
     _method_calls(facts, events, origins)
     _marks(facts, events, origins)
     _meta_models(facts, events)
+    _backwards(facts, events, origins)
     return facts
 
 
@@ -336,6 +361,29 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
         fact.names = fact.names | event.data["names"]
         fact.values = fact.values | event.data["arguments"]
     facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+# -- loss.backward() on the wrapped model's output ---------------------------------------------------------
+def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    by_node: dict[int, BackwardFact] = {}
+    for event in events:
+        if event.kind != "backward":
+            continue
+        origin = origins.get(id(event.data["output"].wrapped.site))
+        if origin is None:
+            continue
+        fact = by_node.get(id(event.node))
+        if fact is None:
+            fact = by_node[id(event.node)] = BackwardFact(event.node, event.path, event.scope)
+        for fabric in origin.fabrics:
+            hooks, setting = facts.solver.backward_hook(fabric)
+            path = BackwardPath(origin, fabric, hooks, setting)
+            if path not in fact.paths:
+                fact.paths.append(path)
+        for name, values in event.data["fabrics"]:
+            if all(name != known for known, _ in fact.fabric_names):
+                fact.fabric_names.append((name, values))
+    facts.backwards = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
 
 
 # -- meta-device models -------------------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ from fabric_lsp.analysis.values import (
     Const,
     Container,
     FabricValue,
+    Output,
     Function,
     Instance,
     Lib,
@@ -100,6 +101,22 @@ _RETURNS_SELF = frozenset(
 )
 _UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
 _MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
+# What a tensor computed from a wrapped model's output gives without the autograd graph (the backward
+# hook cannot fire through it): these attributes end an Output.
+_OUTPUT_DETACHING = frozenset((
+    "detach", "detach_", "item", "tolist", "numpy", "data", "shape", "size", "dim", "numel", "dtype", "device",
+    "argmax", "argmin", "requires_grad", "grad", "grad_fn", "is_leaf", "ndim",
+))
+# torch functions whose result holds no gradient of their tensor arguments.
+_NO_GRAD_FUNCTIONS = frozenset(("argmax", "argmin", "argsort", "isnan", "isinf", "isfinite", "equal", "eq", "ne",
+                                "numel", "is_tensor", "no_grad", "inference_mode", "zeros_like", "ones_like",
+                                "empty_like", "randn_like", "rand_like", "full_like"))
+# Precision values (as Fabric's `precision=` spells them, aliases included) whose plugin overrides
+# backward (MixedPrecision) and those whose plugin does not (Precision, HalfPrecision, DoublePrecision,
+# TransformerEnginePrecision): lightning/fabric/connector.py _check_and_init_precision.
+_HOOKING_PRECISIONS = frozenset(("16-mixed", "bf16-mixed", "16", "bf16", 16))
+_PLAIN_PRECISIONS = frozenset(("32-true", "bf16-true", "16-true", "64-true", "32", "64", 32, 64,
+                               "transformer-engine", "transformer-engine-float16"))
 _FSDP_CLASSES = frozenset((
     "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
@@ -881,6 +898,8 @@ class Solver:
                     parts[index].update(item | anywhere if item else elements)
             else:
                 for part in parts:
+                    if isinstance(value, Output):
+                        part.add(value)  # `logits, loss = model(x)`
                     part.add(UNKNOWN)
         for pattern, part in zip(patterns, parts):
             if pattern[0] == "star":
@@ -1048,6 +1067,13 @@ class Solver:
         self._define(child, frame)
         return frozenset({Function(child)})
 
+    def _e_arith(self, expr, frame) -> frozenset:
+        """`a + b`, `-a`: unknown, carrying the wrapped model's outputs among the operands."""
+        found = set()
+        for inner in expr[1]:
+            found.update(v for v in self.ev(inner, frame) if isinstance(v, Output))
+        return frozenset(found) | JUST_UNKNOWN
+
     def _e_unknown(self, expr, frame) -> frozenset:
         for inner in expr[1]:
             self.ev(inner, frame)
@@ -1170,6 +1196,12 @@ class Solver:
             return frozenset({Special("container_method", obj, name)})
         if isinstance(obj, Super):
             return self._super_attribute(obj, name)
+        if isinstance(obj, Output):
+            if name == "backward":
+                return frozenset({Special("output_backward", obj), UNKNOWN})
+            if name in _OUTPUT_DETACHING:
+                return JUST_UNKNOWN
+            return frozenset({obj, UNKNOWN})  # `out.logits`, `out.sum` (called: see call_value)
         return JUST_UNKNOWN
 
     def _bind_class_value(self, value, owner_cls, receiver) -> Iterable:
@@ -1303,6 +1335,8 @@ class Solver:
                     else:
                         found.update(self.read(("elements", obj.site)))
             else:
+                if isinstance(obj, Output):
+                    found.add(obj)  # `out[0]`, `out["loss"]`
                 found.add(UNKNOWN)
         return frozenset(found)
 
@@ -1314,6 +1348,8 @@ class Solver:
             elif isinstance(value, Special) and value.kind in ("items", "enumerate", "zip"):
                 found.add(self._pairs(value))
             else:
+                if isinstance(value, Output):
+                    found.add(value)
                 found.add(UNKNOWN)
         return frozenset(found)
 
@@ -1361,6 +1397,10 @@ class Solver:
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
+        if isinstance(callee, Wrapped):
+            return frozenset({Output(callee), UNKNOWN})  # `wrapped(x)`: _FabricModule.forward
+        if isinstance(callee, Output):
+            return frozenset({callee, UNKNOWN})  # `out.sum()`, `out.float()`
         if isinstance(callee, Partial):
             if call.depth >= MAX_PARTIAL_DEPTH:  # partial(partial(...)) or a partial of itself
                 return JUST_UNKNOWN
@@ -1384,7 +1424,21 @@ class Solver:
                         result = result | self._call_function(
                             value.scope, [(False, frozenset({callee}))] + call.args, call.kwargs, call.node, call.frame)
                 return result
+        if isinstance(callee, Instance) and isinstance(callee.cls, Lib):
+            return self._derived_output(call)  # `criterion(out, y)` with `criterion = nn.CrossEntropyLoss()`
         return JUST_UNKNOWN
+
+    def _derived_output(self, call: "_Call") -> frozenset:
+        """What a library call computes from tensors: it carries the wrapped model's outputs among its
+        arguments (also inside a list or tuple display: `torch.stack([a, b])`), else nothing known."""
+        found = set()
+        for values in [v for _, v in call.args] + [v for _, v in call.kwargs]:
+            for value in values:
+                if isinstance(value, Output):
+                    found.add(value)
+                elif isinstance(value, Container):
+                    found.update(v for v in self.read(("elements", value.site)) if isinstance(v, Output))
+        return frozenset(found) | JUST_UNKNOWN
 
     def _tagged(self, values: frozenset, call: "_Call") -> frozenset:
         """Instances a call returns while a meta-device context is active were made on the meta device."""
@@ -1620,6 +1674,8 @@ class Solver:
             return self._library_results(library_models.result_classes(name, self._library_arguments(call)), call)
         if name.startswith("builtins."):
             return self._builtin_call(short, call)
+        if name.startswith("torch.") and short not in _NO_GRAD_FUNCTIONS:
+            return self._derived_output(call)  # `F.cross_entropy(out, y)`, `torch.stack([...])`
         return JUST_UNKNOWN
 
     def _library_results(self, classes, call: "_Call") -> frozenset:
@@ -1793,7 +1849,29 @@ class Solver:
             return self._library_results(classes, call)
         if kind == "container_method":
             return self._container_call(special.receiver, special.extra, call)
+        if kind == "wrapped_forward":
+            return frozenset({Output(special.receiver), UNKNOWN})
+        if kind == "output_backward":
+            self._event("backward", call, output=special.receiver, fabrics=self._fabric_names(call.frame))
+            return frozenset({const(None)})
         return JUST_UNKNOWN
+
+    def _fabric_names(self, frame: _Frame) -> tuple:
+        """The expressions naming a Fabric object where `loss.backward()` is called, for the fix
+        `fabric.backward(loss)`: ((text, values), ...), a local or global name or `self.<attribute>`
+        whose values are all Fabric objects."""
+        found = []
+        names = sorted(set(frame.env) | {"fabric"})
+        for name in names:
+            values = self._lookup(name, frame) if name in frame.env or name == "fabric" else NOTHING
+            if values and all(isinstance(v, FabricValue) for v in values):
+                found.append((name, values))
+        if frame.self_values:
+            for attribute in ("fabric", "_fabric"):
+                values = self.attribute(frame.self_values, attribute, None, frame)
+                if values and all(isinstance(v, FabricValue) for v in values):
+                    found.append((f"self.{attribute}", values))
+        return tuple(found)
 
     def _fabric_call(self, fabric: FabricValue, method: str, call: "_Call") -> frozenset:
         frame = call.frame
@@ -1932,7 +2010,9 @@ class Solver:
             self._strategies[id(fabric.site)] = cached
         return cached
 
-    def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
+    def _constructor_keywords(self, node: ast.AST, path: str) -> tuple[dict, dict] | None:
+        """(keyword -> values, keyword -> its source text) of a Fabric constructor call (after the
+        solve); None for `Fabric(**config)` whose keys cannot all be seen."""
         keywords: dict[str, frozenset] = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -1943,9 +2023,9 @@ class Solver:
             spread = keywords.pop("**")
             for value in spread:
                 if not isinstance(value, Container):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+                    return None
                 if self.peek(("element", value.site, ANY_KEY)):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+                    return None
                 for key in self.peek(("keys", value.site)):
                     if isinstance(key, Const) and isinstance(key.value, str):
                         keywords[key.value] = keywords.get(key.value, NOTHING) | self.peek(("element", value.site, key))
@@ -1954,6 +2034,69 @@ class Solver:
             for keyword in node.keywords:
                 if keyword.arg:
                     texts[keyword.arg] = self.program.segment(path, keyword.value)
+        return keywords, texts
+
+    def backward_hook(self, fabric: FabricValue) -> tuple[bool | None, str]:
+        """Does `_FabricModule.forward` register a backward hook that raises on `loss.backward()` under
+        this Fabric (its strategy or precision plugin overrides backward: mixed precision, FSDP,
+        DeepSpeed)? True / False / None (not visible), and the setting that decides, for a message."""
+        if fabric.site is None:
+            return None, fabric.origin or "a Fabric passed in"
+        inits = [v.extra for v in self.ordered(self.peek(("fabric_init", fabric.site)))] or [fabric.site]
+        verdicts = [self._backward_hook_from(node, fabric.path) for node in inits]
+        kinds = {verdict for verdict, _ in verdicts}
+        if len(kinds) == 1:
+            return verdicts[0]
+        return None, " or ".join(text for _, text in verdicts)
+
+    def _backward_hook_from(self, node: ast.AST, path: str) -> tuple[bool | None, str]:
+        found = self._constructor_keywords(node, path)
+        if found is None:
+            return None, "a configuration passed as **kwargs"
+        keywords, texts = found
+        strategies = keywords.get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN
+        verdicts = set()
+        for value in strategies:
+            named = value.value if isinstance(value, Const) and value.kind == "str" else (
+                value.name if isinstance(value, StrategyObject) else None)
+            if named is None:
+                verdicts.add(None)
+                continue
+            lowered = named.lower()
+            if lowered.startswith(("fsdp", "deepspeed")):
+                verdicts.add(True)  # FSDPPrecision / DeepSpeedPrecision override backward, whatever the precision
+            elif lowered.startswith("xla"):
+                verdicts.add(False)  # XLAPrecision does not
+            else:
+                verdicts.add("precision")
+        strategy_text = f"strategy={texts['strategy']}" if "strategy" in texts else "strategy"
+        if verdicts == {True}:
+            return True, strategy_text
+        if verdicts == {False}:
+            return False, strategy_text
+        if None in verdicts or True in verdicts or False in verdicts:
+            return None, f"a strategy chosen at run time ({strategy_text})"
+        if "plugins" in keywords:
+            return None, f"plugins={texts.get('plugins', '...')}"  # a precision plugin may be among them
+        precisions = keywords.get("precision")
+        if precisions is None:
+            return False, "the default precision (\"32-true\")"
+        precision_text = f"precision={texts.get('precision', '...')}"
+        answers = set()
+        for value in precisions:
+            raw = value.value if isinstance(value, Const) and value.kind in ("str", "int") else object()
+            answers.add(True if raw in _HOOKING_PRECISIONS else False if raw in _PLAIN_PRECISIONS else None)
+        if answers == {True}:
+            return True, precision_text
+        if answers == {False}:
+            return False, precision_text
+        return None, f"a precision chosen at run time ({precision_text})"
+
+    def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
+        found = self._constructor_keywords(node, path)
+        if found is None:
+            return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+        keywords, texts = found
         strategy_values = keywords.get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN
         alternatives: list[Strategy] = []
         for value in sorted(strategy_values, key=_sort_key):
@@ -2129,7 +2272,7 @@ def library_defines(qualified: str, name: str) -> bool:
     return name.startswith("__") or qualified.startswith("builtins.")
 
 
-_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build"))
+_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward"))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
@@ -2231,6 +2374,8 @@ def _describe(value) -> str:
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
     if isinstance(value, WrappedMethod):
         return f"{_describe(value.wrapped)}.{value.name}"
+    if isinstance(value, Output):
+        return f"output:{_describe(value.wrapped)}"
     if isinstance(value, Tuple):
         return "(" + ",".join("|".join(sorted(_describe(v) for v in element)) for element in value.elements) + ")"
     if isinstance(value, Super):
@@ -2284,4 +2429,5 @@ _EXPRESSIONS = {
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,
     "comp": Solver._e_comp,
+    "arith": Solver._e_arith,
 }

@@ -24,6 +24,7 @@ Expression forms                                  Statement forms
   ("lambda", Scope)                                 ("import", ((dotted, asname | None), ...), node)
   ("walrus", name, expr)                            ("from", module | None, level, ((name, asname), ...), node)
   ("unknown", subexpressions)                       ("global", names) / ("nonlocal", names)
+  ("arith", operands): `a + b`, `-a`
 Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), ("tuple", patterns),
 ("star", pattern).
 """
@@ -408,6 +409,10 @@ class _Builder:
             return ("unknown", (self.expr(node.value, scope),) if node.value is not None else ())
         if kind is ast.Starred:
             return self.expr(node.value, scope)
+        if kind is ast.BinOp:
+            return ("arith", (self.expr(node.left, scope), self.expr(node.right, scope)))
+        if kind is ast.UnaryOp and not isinstance(node.op, ast.Not):
+            return ("arith", (self.expr(node.operand, scope),))
         effects = self.effects(node, scope)
         return ("unknown", effects) if effects else UNKNOWN_EXPR
 

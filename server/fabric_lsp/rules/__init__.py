@@ -7,6 +7,7 @@ from fabric_lsp.rules import (
     fab002_missing_reset_parameters,
     fab003_mark_forward_method_bound,
     fab004_mark_forward_method_invalid_name,
+    fab006_loss_backward_on_wrapped_output,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -15,4 +16,5 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab002_missing_reset_parameters.RULE,
     fab003_mark_forward_method_bound.RULE,
     fab004_mark_forward_method_invalid_name.RULE,
+    fab006_loss_backward_on_wrapped_output.RULE,
 )
