@@ -30,7 +30,8 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     when ``w`` contains a call), FAB003
     ``mark_forward_method(w.m)`` / ``mark_forward_method(Cls.m)`` -> ``mark_forward_method("m")``,
     FAB004 ``w.mark_forward_method("x")`` -> ``None`` (the invalid mark is dropped; the call must sit on
-    one line). FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
+    one line), FAB006 ``loss.backward(...)`` -> ``fabric.backward(loss, ...)`` (one line; the Fabric is named
+    ``fabric`` there). FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
     FAB002 case one failing class (labels that name the same class count as one).
     FAB002 is raised as the record's TypeError (``_materialize_meta_tensors``) or as torch FSDP's
     ``AttributeError: 'X' object has no attribute 'reset_parameters'`` (only when the traceback passes
@@ -106,6 +107,13 @@ RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
             ),
         ),
         ("ValueError", re.compile(r"You cannot mark the forward method itself as a forward method")),
+    ),
+    # lightning.fabric.wrappers._backward_hook, raised from inside `loss.backward()` (the labelled line)
+    "FAB006": (
+        (
+            "RuntimeError",
+            re.compile(r"The current strategy and precision selection requires you to call `fabric\.backward\(loss\)`"),
+        ),
     ),
 }
 # Findings that are a warning, not an exception: ModelParallelStrategy (_materialize_distributed_module)
@@ -683,6 +691,23 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
             and node.func.attr == "mark_forward_method"
             and node.lineno == node.end_lineno == label.line
         ]
+    elif label.code == "FAB006":
+        # x.backward(args) -> fabric.backward(x, args) (the call on one line; the case names its Fabric `fabric`
+        # where it calls backward, as fixtures/README.md asks).
+        lines = source.splitlines(keepends=True)
+        points = []
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"
+                and node.lineno == node.end_lineno == label.line
+            ):
+                raw = lines[node.lineno - 1].encode("utf-8")
+                text = lambda n: raw[n.col_offset : n.end_col_offset].decode("utf-8")  # noqa: E731
+                arguments = [text(node.func.value)] + [text(a) for a in node.args]
+                arguments += [f"{k.arg}={text(k.value)}" for k in node.keywords]
+                points.append((node.lineno, (node.col_offset, node.end_col_offset), f"fabric.backward({', '.join(arguments)})"))
     else:
         raise _NoFix(
             f"{label} fired; {label.code} has no automatic fix, so later labels of this case cannot be"

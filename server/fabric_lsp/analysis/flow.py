@@ -2081,7 +2081,9 @@ class Solver:
         precisions = keywords.get("precision")
         if precisions is None:
             return False, "the default precision (\"32-true\")"
-        precision_text = f"precision={texts.get('precision', '...')}"
+        literal = [v.value for v in precisions if isinstance(v, Const)] if len(precisions) == 1 else []
+        shown = texts.get("precision") or (json.dumps(literal[0]) if literal else "...")  # from a **config dict
+        precision_text = f"precision={shown}"
         answers = set()
         for value in precisions:
             raw = value.value if isinstance(value, Const) and value.kind in ("str", "int") else object()
