@@ -1317,7 +1317,8 @@ class Solver:
                 return frozenset(found)
             if found and owner is None:
                 return frozenset(found)
-        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders"):
+        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders",
+                    "no_backward_sync"):
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -1856,6 +1857,23 @@ class Solver:
             return frozenset({const(None)})
         return JUST_UNKNOWN
 
+    @staticmethod
+    def _local_argument(call: "_Call", keyword: str) -> bool:
+        """Is the first argument (or `keyword=`) a name whose value here follows the statements in order: a
+        local variable or parameter of a function, or a name at module level (not an attribute, whose
+        values are read without order, nor a global read from inside a function)?"""
+        node = call.node
+        if not isinstance(node, ast.Call):
+            return False
+        argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == keyword), None)
+        if not isinstance(argument, ast.Name):
+            return False
+        scope = call.frame.scope
+        if scope.kind == ir.MODULE:
+            return True
+        return argument.id in scope.assigned and argument.id not in scope.declared_global \
+            and argument.id not in scope.declared_nonlocal
+
     def _fabric_names(self, frame: _Frame) -> tuple:
         """The expressions naming a Fabric object where `loss.backward()` is called, for the fix
         `fabric.backward(loss)`: ((text, values), ...), a local or global name or `self.<attribute>`
@@ -1889,6 +1907,9 @@ class Solver:
             # A model already set up is refused ("A model should be passed only once to the setup
             # method"): a wrapper that reaches here (`agent.actor = fabric.setup_module(agent.actor)`
             # read without order) is no path of a program that runs.
+            if any(isinstance(value, Wrapped) for value in modules):
+                self._event("setup_again", call, values=modules, fabric=fabric, method=method,
+                            local=self._local_argument(call, "module"))
             modules = frozenset(value for value in modules if not isinstance(value, Wrapped))
             self.write(("setup_module", site), modules)
             self.write(("setup_fabric", site), frozenset({fabric}))
@@ -1907,6 +1928,20 @@ class Solver:
                 self.write(("element", site, const(index) if not open_ else ANY_KEY), JUST_UNKNOWN)
             self.write(("elements", site), frozenset({wrapped, UNKNOWN}))
             return frozenset({Container(site, frame.scope.path)})
+        if method == "setup_dataloaders":
+            node = call.node
+            nodes = node.args if isinstance(node, ast.Call) else []
+            for (starred, values), argument in zip(call.args, nodes):
+                if not starred:
+                    self._event("setup_dataloaders", call, values=values, argument=argument, fabric=fabric)
+            return JUST_UNKNOWN
+        if method == "no_backward_sync":
+            values = call.positional(0) | call.keyword("module")
+            self._event("no_backward_sync", call, values=values, fabric=fabric)
+            return JUST_UNKNOWN
+        if method == "setup_optimizers":
+            self._event("setup_optimizers", call, fabric=fabric)
+            return JUST_UNKNOWN
         if method == "init_module":
             self.write(("init_kw", call.node), call.keyword("empty_init") or frozenset({const(None)}))
             if call.args:
@@ -2094,6 +2129,26 @@ class Solver:
             return False, precision_text
         return None, f"a precision chosen at run time ({precision_text})"
 
+    def strategy_names(self, fabric: FabricValue) -> frozenset | None:
+        """The strategy names a Fabric is given (`"deepspeed_stage_2"`, `"DeepSpeedStrategy"`; `"auto"`
+        when none), after the solve; None when one of them cannot be read."""
+        if fabric.site is None:
+            return None
+        inits = [v.extra for v in self.ordered(self.peek(("fabric_init", fabric.site)))] or [fabric.site]
+        names = set()
+        for node in inits:
+            found = self._constructor_keywords(node, fabric.path)
+            if found is None:
+                return None
+            for value in found[0].get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN:
+                if isinstance(value, Const) and value.kind == "str":
+                    names.add(value.value)
+                elif isinstance(value, StrategyObject):
+                    names.add(value.name)
+                else:
+                    return None
+        return frozenset(names)
+
     def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
         found = self._constructor_keywords(node, path)
         if found is None:
@@ -2274,7 +2329,8 @@ def library_defines(qualified: str, name: str) -> bool:
     return name.startswith("__") or qualified.startswith("builtins.")
 
 
-_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward"))
+_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward", "setup_again",
+                             "setup_dataloaders", "no_backward_sync", "setup_optimizers"))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 

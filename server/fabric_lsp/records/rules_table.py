@@ -53,6 +53,14 @@ RULES: tuple[Rule, ...] = (
         "loss.backward() on a loss computed from a Fabric-wrapped model's output raises RuntimeError under mixed "
         "precision, FSDP or DeepSpeed (Lightning's backward hook); call fabric.backward(loss).",
     ),
+    Rule(
+        "FAB007",
+        "setup-misuse",
+        "aa5948b33c548d53",
+        "Fabric's setup API refused before anything runs: a model set up twice (ValueError), no_backward_sync on "
+        "a model never set up, setup_dataloaders with a list or Dataset (TypeError), setup_optimizers under "
+        "DeepSpeed/XLA (RuntimeError).",
+    ),
 )
 
 _BY_CODE = {rule.code: rule for rule in RULES}

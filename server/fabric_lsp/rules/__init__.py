@@ -8,6 +8,7 @@ from fabric_lsp.rules import (
     fab003_mark_forward_method_bound,
     fab004_mark_forward_method_invalid_name,
     fab006_loss_backward_on_wrapped_output,
+    fab007_setup_misuse,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -17,4 +18,5 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab003_mark_forward_method_bound.RULE,
     fab004_mark_forward_method_invalid_name.RULE,
     fab006_loss_backward_on_wrapped_output.RULE,
+    fab007_setup_misuse.RULE,
 )
