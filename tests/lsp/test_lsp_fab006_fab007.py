@@ -1,5 +1,5 @@
-"""FAB006 in the editor: the diagnostic on `loss.backward()`, the record on hover, and the quick fix
-`fabric.backward(loss)` that makes the diagnostic go away."""
+"""FAB006 and FAB007 in the editor: the diagnostic, the record on hover, and the quick fix that makes
+the diagnostic go away (`fabric.backward(loss)`; removing the second setup)."""
 
 from __future__ import annotations
 
@@ -51,5 +51,32 @@ async def test_fab006_diagnostic_hover_and_quick_fix(preset, tmp_path):
         fix = await resolved(client, actions[0])
         new_text = apply_edits(text, edits_by_uri(fix.edit)[uri][1], encoding)
         assert "        fabric.backward(loss)  # expect: FAB006 error\n" in new_text
+        replace_text(client, uri, 2, new_text)
+        assert await diagnostics(client, uri, version=2) == []
+
+
+async def test_fab007_diagnostic_hover_and_quick_fix(preset, tmp_path):
+    path = copy_case("fab007_setup_module_twice.py", tmp_path)
+    text = path.read_text()
+    async with session(capabilities(preset), [tmp_path]) as (client, init):
+        encoding = encoding_of(init)
+        uri = open_doc(client, path)
+        (finding,) = await diagnostics(client, uri, version=1)
+        assert finding.code == "FAB007" and finding.severity == types.DiagnosticSeverity.Error
+        assert finding.range.start.line == 13  # the second `fabric.setup_module(model)`
+        assert "A model should be passed only once to the `setup_module` method." in finding.message
+
+        found = await hover(client, uri, finding.range.start)
+        assert found is not None and found.contents.value.startswith("### FAB007 setup-misuse\n")
+        assert "aa5948b33c548d53" in found.contents.value
+
+        actions = await code_actions(client, uri, [finding])
+        assert [(a.title, bool(a.is_preferred)) for a in actions][:2] == [
+            ("Remove the second setup", True),
+            ("Disable FAB007 for this line", False),
+        ]
+        fix = await resolved(client, actions[0])
+        new_text = apply_edits(text, edits_by_uri(fix.edit)[uri][1], encoding)
+        assert new_text.count("fabric.setup_module(model)") == 1
         replace_text(client, uri, 2, new_text)
         assert await diagnostics(client, uri, version=2) == []
