@@ -240,15 +240,26 @@ class Interpreter:
         return venv_sys_path(venv) if venv else None
 
 
+def is_own_environment(venv: str) -> bool:
+    """Whether `venv` is the environment fabric-lsp itself runs in. pre-commit (and pipx, uv tool)
+    run the hook in an environment of its own and set $VIRTUAL_ENV to it: that environment holds
+    fabric-lsp, never the project's packages, so it is passed over for the project's own discovery
+    (its .venv, else our interpreter), and the hook answers as `check` run in the project does."""
+    try:
+        return os.path.samefile(venv, sys.prefix)
+    except OSError:
+        return os.path.realpath(venv) == os.path.realpath(sys.prefix)
+
+
 def choose_interpreter(root: str | None, configured: str | None, trusted: bool = False) -> Interpreter:
     """`configured` (already filtered to user-level choices by config.load_config) is run; else
-    $VIRTUAL_ENV, else the root's .venv, read statically unless the workspace is trusted; else our
+    $VIRTUAL_ENV (unless it is our own environment: is_own_environment), else the root's .venv, read statically unless the workspace is trusted; else our
     own interpreter."""
     if configured:
         return Interpreter(configured, True)
     candidates = []
     venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
+    if venv and not is_own_environment(venv):
         candidates.append(os.path.join(venv, "bin", "python"))
     if root:
         candidates.append(os.path.join(root, ".venv", "bin", "python"))
