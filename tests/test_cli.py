@@ -78,7 +78,6 @@ def test_version(tmp_path):
         (["check", "--bogus"], "unrecognized arguments: --bogus"),
         (["check", "--select", "FAB001,FAB123"], "--select: unknown rule code 'FAB123'"),
         (["check", "--ignore", "E501"], "--ignore: unknown rule code 'E501'"),
-        (["check", "missing.py"], "missing.py: no such file or directory"),
         (["check", "--python", "no/such/python"], "--python: no interpreter at"),
         (["check", "--config", "nope.toml"], "--config: nope.toml: no such file"),
         (["check", "--jobs", "-1"], "--jobs: expected 0 (automatic) or a positive number"),

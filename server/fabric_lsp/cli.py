@@ -51,6 +51,7 @@ from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
+from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_line, escape_lines
@@ -900,23 +901,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.stdin_filename is not None or args.paths == ["-"]:
         return _check_stdin(args, cwd, configs)
     paths = args.paths or ["."]
-    # As ruff, a path that does not exist is reported and the others are checked; the run then
-    # ends with status 2 (a usage error), whatever the findings.
+    # As ruff's E902, a path that does not exist is an `io-error` entry of the report (every format;
+    # status 1 as for any error) and the others are checked.
     missing = [path for path in paths if not os.path.lexists(path)]
-    for path in missing:
-        _say(f"{PROG}: error: {path}: no such file or directory")
     paths = [path for path in paths if path not in missing]
-    if not paths:
-        return 2
-    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude)
+    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude) \
+        if paths else ([], [])
     for problem in configs.take_problems():
         _say(problem)
+    if not files and not missing and not notices:
+        _say(f"{PROG}: warning: No Python files found under the given path(s)")
     _warn_noqa(files, configs, cwd)
     cache = None if args.no_cache else CacheSet(cwd)
-    status = _check_and_report(args, cwd, configs, files, notices, cache)
+    status = _check_and_report(args, cwd, configs, files, notices, cache,
+                               [missing_path_finding(path) for path in missing])
     for problem in configs.take_problems():  # settings read late (none so far; said all the same)
         _say(problem)
-    return 2 if missing else status
+    return status
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -1146,7 +1147,10 @@ def _syntax_broken(results) -> set[str]:
     return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
-def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
+def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache,
+                      unread: Sequence[Finding] = ()) -> int:
+    """Check `files`, apply fixes, write the report. `unread`: the `io-error` entries of the paths
+    that could not be read (report/io_error.py), reported with the findings."""
     fixing = args.fix or args.diff
     # Hashed before the analysis: a file that changes at any later point is not fixed.
     checked_digests = {}
@@ -1173,6 +1177,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             failed = True
             _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
+    findings.extend(unread)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
     for note in sorted(analysis_notices):

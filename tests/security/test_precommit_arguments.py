@@ -131,7 +131,8 @@ def test_hook_args_after_double_dash(tmp_path):
     assert marker.exists()  # the gate can fail: the user allowed it
     # Outside pre-commit, everything after `--` is a path.
     shell = check(project, env, "--", "--select", "FAB001", "train.py")
-    assert shell.returncode == 2 and "--select: no such file or directory" in shell.stderr, shell.stderr
+    assert shell.returncode == 1 and "--select:1:1: io-error error: No such file or directory" in shell.stdout, \
+        shell.stdout
     assert FINDING in shell.stdout
 
 
