@@ -706,3 +706,75 @@ def test_fab004_removal_fix_keeps_the_block_valid(tmp_path, monkeypatch, capsys)
     code, out, err = run(["check", "--format", "json", "shared.py"], tmp_path, monkeypatch, capsys)
     [item] = json.loads(out)
     assert (item["code"], item["fix"]) == ("FAB004", None)
+
+
+# --- --python: what uv accepts (issue 29 item 7) ------------------------------------------------
+
+MODEL_IN_VENV = '''from torch import nn
+
+
+class CharLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.head(x)
+
+    def generate(self, x):
+        return self(x)
+'''
+TRAIN_WITH_VENV_MODEL = '''from lightning.fabric import Fabric
+from venvmodels import CharLM
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+model = fabric.setup(CharLM())
+model.generate(None)
+'''
+
+
+def venv_with_model(folder: Path) -> Path:
+    """A virtual environment (python -m venv) whose site-packages holds the model class."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True,
+                   timeout=120)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    write(folder / "lib" / version / "site-packages" / "venvmodels" / "__init__.py", MODEL_IN_VENV)
+    return folder
+
+
+def test_python_accepts_a_path_a_venv_folder_and_a_name_on_path(tmp_path):
+    """As uv's --python: a path, a virtual environment's folder (absolute or relative, `env` alone), or
+    a name looked up on PATH; the interpreter chosen is the one analysed (the model in its packages)."""
+    project = tmp_path / "project"
+    venv = venv_with_model(project / "env")
+    write(project / "train.py", TRAIN_WITH_VENV_MODEL)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    write(tools / "fabric-test-python", f'#!/bin/sh\nexec {venv / "bin" / "python"} "$@"\n').chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    for value in (venv / "bin" / "python", venv, "env", "./env", "fabric-test-python"):
+        result = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--python", str(value),
+                                 "train.py"], cwd=project, env={**env, "PYTHONPATH": str(SERVER_DIR)},
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1 and "train.py:6:7: FAB001" in result.stdout, (value, result.stdout, result.stderr)
+        assert result.stderr == "", (value, result.stderr)
+    # A bare name is a name on PATH, never a file of the current folder (a repository could plant one).
+    write(project / "python9", "#!/bin/sh\nexit 0\n").chmod(0o755)
+    planted = run_process(["check", "--no-cache", "--python", "python9", "train.py"], project)
+    assert planted.returncode == 2
+    assert planted.stderr == "fabric-lsp: error: --python: no interpreter named 'python9' on PATH\n", planted.stderr
+
+
+@pytest.mark.parametrize("script, problem", [
+    ("#!/bin/sh\necho 'boom: no such module' >&2\nexit 3\n", "it exited with status 3: boom: no such module"),
+    ("#!/bin/sh\necho hello\n", "it is not a Python interpreter (it printed no sys.path)"),
+    (None, "cannot run it: Permission denied"),
+], ids=["fails", "not-python", "not-executable"])
+def test_a_broken_interpreter_is_a_one_line_error(tmp_path, script, problem):
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    python = write(tmp_path / "bin" / "python", script or "not a program\n")
+    python.chmod(0o755 if script else 0o644)
+    result = run_process(["check", "--no-cache", "--python", python, "ok.py"], tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"fabric-lsp: error: --python: {python}: {problem}\n", result.stderr

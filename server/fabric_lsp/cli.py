@@ -44,7 +44,7 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
 
 import fabric_lsp
 from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
+from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config, resolve_interpreter
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
@@ -642,9 +642,17 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
                 raise UsageError(f"{name}: {bad}") from None
             overrides[option] = codes
     if args.python is not None:
-        python = os.path.abspath(os.path.expanduser(args.python))
-        if not os.path.isfile(python):
-            raise UsageError(f"--python: no interpreter at {python}")
+        # A path, a virtual environment's folder or a name on PATH (as uv's --python); one that
+        # cannot tell its sys.path is a one-line usage error, not a run against the wrong packages.
+        from fabric_lsp.analysis.workspace import interpreter_problem
+
+        try:
+            python = resolve_interpreter(args.python, os.getcwd())
+        except ValueError as missing:
+            raise UsageError(f"--python: {missing}") from None
+        problem = interpreter_problem(python)
+        if problem is not None:
+            raise UsageError(f"--python: {python}: {problem}")
         overrides["python"] = python
     if args.hints:
         overrides["hints"] = True

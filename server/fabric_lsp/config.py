@@ -185,22 +185,39 @@ def _severity_table(value: Any) -> dict[str, Severity]:
     return table
 
 
+def resolve_interpreter(value: str, base: Path | str) -> str:
+    """The interpreter a `python` setting or `--python` names, as uv reads `--python`: a path to an
+    interpreter, a virtual environment's folder (its bin/python; `.venv`), or a bare name
+    (`python3.11`) looked up on PATH only, never as a file of the current or the workspace's folder,
+    so a file a repository plants there is not taken for it. Relative paths are relative to `base`. The path is made
+    absolute, not resolved: a venv's python is a symlink whose target loses the venv. Raises
+    ValueError with one line saying what is missing."""
+    bare = os.sep not in value and "/" not in value
+    if bare and not os.path.isdir(Path(base) / value):  # `.venv` is a folder; `python3` a name on PATH
+        found = shutil.which(value)
+        if found:
+            return os.path.abspath(found)
+        raise ValueError(f"no interpreter named {value!r} on PATH")
+    candidate = Path(os.path.expanduser(value))
+    path = os.path.abspath(candidate if candidate.is_absolute() else Path(base) / candidate)
+    if os.path.isdir(path):
+        for inside in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe")):
+            if os.path.isfile(os.path.join(path, *inside)):
+                return os.path.join(path, *inside)
+        raise ValueError(f"{path} is a folder without bin/python (not a virtual environment)")
+    if os.path.isfile(path):
+        return path
+    raise ValueError(f"no interpreter at {path}")
+
+
 def _interpreter(base: Path) -> Callable[[Any], str]:
     def convert(value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise _Bad(f"expected a path to a Python interpreter, got {_describe(value)}")
-        candidate = Path(os.path.expanduser(value))
-        if not candidate.is_absolute():
-            candidate = base / candidate
-        # abspath, not resolve(): a venv's python is a symlink whose target loses the venv.
-        path = os.path.abspath(candidate)
-        if os.path.isfile(path):
-            return path
-        if os.sep not in value and "/" not in value:  # a bare name such as "python3.11"
-            found = shutil.which(value)
-            if found:
-                return os.path.abspath(found)
-        raise _Bad(f"no interpreter at {path}")
+        try:
+            return resolve_interpreter(value, base)
+        except ValueError as missing:
+            raise _Bad(str(missing)) from None
 
     return convert
 
