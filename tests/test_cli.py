@@ -295,20 +295,32 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
 # --- configuration through the command line ------------------------------------------------------
 
 
-def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatch, capsys):
-    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB404"]\nexclude = ["skipme.py"]\nspeed = 3\n')
+@pytest.mark.parametrize("settings, line, problem", [
+    ('[tool.fabric-lsp]\nselect = ["FAB404"]\nexclude = ["skipme.py"]\n', 2,
+     "select: unknown rule code 'FAB404' (did you mean 'FAB004'?)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselect = ["FAB002", "FAB01"]\n', 3,
+     "select: unknown rule code 'FAB01' (did you mean 'FAB001'?)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nspeed = 3\n', 3, "speed: unknown key (known keys: select, "
+     "ignore, severity, python, exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, "
+     "extend-select, per-file-ignores, extend-exclude, respect-gitignore)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselct = ["FAB003"]\n', 3,
+     'selct: unknown key (did you mean "select"?)'),
+    ('[project]\nname = "p"\n[tool.fabric_lsp]\nselect = ["FAB003"]\n', 3,
+     '[tool.fabric_lsp]: unknown table (did you mean "[tool.fabric-lsp]"?); its settings are not used'),
+    ('[tool.fabric-lsp]\nselect = ["FAB003"\nhints = true\n', 3, "invalid TOML: Unclosed array (at line 3, column 1)"),
+], ids=["unknown-code", "one-bad-entry", "unknown-key", "misspelt-key", "misspelt-table", "broken-toml"])
+def test_config_mistakes_stop_the_run_with_status_2(tmp_path, settings, line, problem):
+    """Issue 29 item 2, as ruff: a mistake in a settings file is status 2 with the file, line, key and a
+    "did you mean", and nothing is checked with settings other than those written (no default widening
+    the run, no "All checks passed!")."""
+    write(tmp_path / "pyproject.toml", settings)
     write(tmp_path / "skipme.py", b"fabric\x00")  # excluded: would give a notice if read
-    write(tmp_path / "ok.py", CLEAN_SOURCE)
-    code, out, err = run(["check"], tmp_path, monkeypatch, capsys)
-    pyproject = tmp_path / "pyproject.toml"
-    assert code == 0 and out == "All checks passed!\n"
-    assert err.splitlines() == [
-        f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003, FAB004); "
-        "using the default",
-        f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
-        "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, "
-        "per-file-ignores, extend-exclude, respect-gitignore); using the default",
-    ]
+    write(tmp_path / "train.py", (CASES_DIR / "fab001_generate_ddp_literal.py").read_text())
+    for argv in (["check", "--no-cache"], ["check", "--no-cache", "--format", "sarif", "train.py"],
+                 ["check", "--no-cache", "--stdin-filename", "train.py", "-"]):
+        result = run_process(argv, tmp_path, input="x = 1\n")
+        assert result.returncode == 2 and result.stdout == "", (argv, result.stdout)
+        assert result.stderr.splitlines() == [f"fabric-lsp: config error: {tmp_path / 'pyproject.toml'}:{line}: {problem}"]
 
 
 def test_explicit_config_file_replaces_pyproject(tmp_path, monkeypatch, capsys):

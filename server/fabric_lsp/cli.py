@@ -44,7 +44,8 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
 
 import fabric_lsp
 from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config, resolve_interpreter
+from fabric_lsp.config import (Config, ConfigResolver, expand_codes, is_config_error, load_config,
+                               resolve_interpreter)
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
@@ -915,17 +916,30 @@ def _cmd_check(args: argparse.Namespace) -> int:
     paths = [path for path in paths if path not in missing]
     files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude) \
         if paths else ([], [])
-    for problem in configs.take_problems():
-        _say(problem)
+    for path in files:  # every settings file of the run read now: a mistake in one stops the run
+        configs.for_path(path)
+    if _say_settings_problems(configs):
+        return 2
     if not files and not missing and not notices:
         _say(f"{PROG}: warning: No Python files found under the given path(s)")
     _warn_noqa(files, configs, cwd)
     cache = None if args.no_cache else CacheSet(cwd)
     status = _check_and_report(args, cwd, configs, files, notices, cache,
                                [missing_path_finding(path) for path in missing])
-    for problem in configs.take_problems():  # settings read late (none so far; said all the same)
-        _say(problem)
+    if _say_settings_problems(configs):  # settings read late (none so far; said all the same)
+        return 2
     return status
+
+
+def _say_settings_problems(configs: ConfigResolver) -> bool:
+    """Say the settings problems found so far; True when one is a mistake in a settings file
+    (config.is_config_error): then, as ruff, the run stops with status 2 rather than check with
+    settings other than those written."""
+    failed = False
+    for problem in configs.take_problems():
+        _say(problem)
+        failed = failed or is_config_error(problem)
+    return failed
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -974,8 +988,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     name = args.stdin_filename if args.stdin_filename is not None else "-"
     path = os.path.abspath(name)
     config = configs.for_path(path)
-    for problem in configs.take_problems():
-        _say(problem)
+    if _say_settings_problems(configs):
+        return 2
     limit = byte_limit(path, config.max_file_size)
     data = sys.stdin.buffer.read(limit + 1)
     to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
