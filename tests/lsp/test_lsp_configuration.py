@@ -234,3 +234,37 @@ async def test_python_setting_accepts_a_venv_folder_and_a_name_and_says_what_fai
     (message,) = client.messages
     assert message.message == (f"fabric-lsp: config: initializationOptions: python: {broken}: it exited with "
                                "status 3: boom; not overriding"), message.message
+
+
+async def test_a_settings_mistake_is_one_message_and_the_last_good_settings_stay(tmp_path):
+    """Issue 29 item 2 in the server: a settings file saved with a mistake (broken TOML) is one
+    window/showMessage (an error, with file:line) and the settings read before stay in force (the run is
+    not widened to every rule); a bad `select` entry at the first read keeps the good entries."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB003"]\n')
+    fab001, fab003 = copy_case(FAB001, tmp_path), copy_case(FAB003, tmp_path)
+    async with session(capabilities("visual-studio-code"), [tmp_path]) as (client, _):
+        uri = open_doc(client, fab001)
+        assert await diagnostics(client, uri, version=1) == []
+        pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB003"\nhints = true\n')
+        for _ in range(2):  # saved twice: still one message
+            published = len(client.published)
+            client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]))
+            assert await fresh_diagnostics(client, uri, published) == []  # FAB001 still not selected
+        assert codes(await diagnostics(client, open_doc(client, fab003), version=1)) == [("FAB003", 1)]
+        await wait_until(lambda: client.messages, message="a window/showMessage")
+        await asyncio.sleep(0.2)
+    (message,) = client.messages
+    assert message.type == types.MessageType.Error
+    assert message.message == (f"fabric-lsp: config error: {pyproject}:3: invalid TOML: Unclosed array (at line 3, "
+                               f"column 1)\nfabric-lsp: the last good settings of {tmp_path} stay in force")
+
+    pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB002", "FAB01"]\n')
+    async with session(capabilities("neovim"), [tmp_path]) as (client, _):
+        assert await diagnostics(client, open_doc(client, fab001), version=1) == []  # never every rule
+        assert await diagnostics(client, open_doc(client, fab003), version=1) == []
+        await wait_until(lambda: client.messages, message="a window/showMessage")
+    (message,) = client.messages
+    assert message.message == (f"fabric-lsp: config error: {pyproject}:2: select: unknown rule code 'FAB01' "
+                               "(did you mean 'FAB001'?)")
