@@ -6,7 +6,8 @@ select/ignore/per-file-ignores/severity/hints/noqa itself; this module only find
 (or standard input), runs the engine (in parallel processes for many files; one group per project
 and configuration), applies fixes and prints a report.
 
-Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or internal error
+Exit status of `check`: 0 nothing at Warning or above, 1 findings (a missing path: an `io-error` entry), 2 usage,
+configuration (config.is_config_error) or internal error
 (`--exit-zero` turns 1 into 0). Notices about files that cannot be checked go to stderr as
 `fabric-lsp: notice: <path>: <reason>` and do not change the status.
 
