@@ -1071,8 +1071,31 @@ class Solver:
         """`a + b`, `-a`: unknown, carrying the wrapped model's outputs among the operands."""
         found = set()
         for inner in expr[1]:
-            found.update(v for v in self.ev(inner, frame) if isinstance(v, Output))
+            found.update(self._outputs_in(inner, frame))
         return frozenset(found) | JUST_UNKNOWN
+
+    def _outputs_in(self, expr, frame) -> set:
+        """The wrapped model's outputs an operand holds. Names, attributes and items of them are read
+        without asking for what else they are (each read is a dependency that can make the solver run a
+        scope again: arithmetic is everywhere, outputs rarely); calls and the rest are evaluated as before."""
+        kind = expr[0]
+        if kind == "const":
+            return set()
+        if kind == "name":
+            return {v for v in self._lookup(expr[1], frame) if isinstance(v, Output)}
+        if kind == "attr":
+            base = self._outputs_in(expr[1], frame)
+            return base if expr[2] not in _OUTPUT_DETACHING else set()
+        if kind == "sub":
+            if expr[2][0] not in ("const", "name"):
+                self.ev(expr[2], frame)  # an index with calls in it
+            return self._outputs_in(expr[1], frame)
+        if kind == "arith":
+            found = set()
+            for inner in expr[1]:
+                found.update(self._outputs_in(inner, frame))
+            return found
+        return {v for v in self.ev(expr, frame) if isinstance(v, Output)}
 
     def _e_unknown(self, expr, frame) -> frozenset:
         for inner in expr[1]:
