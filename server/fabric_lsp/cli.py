@@ -1348,7 +1348,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = None
     if args.tcp is not None:
         host, _, port = args.tcp.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not host or not port.isdigit() or not 0 <= int(port) < 65536:  # 0: a free port, printed
             raise UsageError(f"--tcp: expected HOST:PORT, got {args.tcp!r}")
         host = host.strip("[]")
         if not _is_loopback(host):

@@ -5,31 +5,62 @@ findings by counts per code (report/statistics.py)."""
 
 from __future__ import annotations
 
-from fabric_lsp.report.common import ReportContext, fixable, sort_key
-from fabric_lsp.report.github import render_github
-from fabric_lsp.report.gitlab import render_gitlab
-from fabric_lsp.report.jsonfmt import finding_to_json, render_json
-from fabric_lsp.report.junit import render_junit
-from fabric_lsp.report.sarif import render_sarif
-from fabric_lsp.report.statistics import STATISTICS_FORMATS, render_statistics
-from fabric_lsp.report.text import render_text, summary_line
-
 FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
 # Accepted for --output-format as another name of a format (ruff's name of its one-line-per-finding text).
 FORMAT_ALIASES = {"concise": "text"}
+STATISTICS_FORMATS = ("text", "json")
 
-_RENDERERS = {
-    "text": render_text,
-    "json": render_json,
-    "sarif": render_sarif,
-    "github": render_github,
-    "gitlab": render_gitlab,
-    "junit": render_junit,
+# Each format's module loads when it is used (PEP 562 below): the language server imports
+# report.escape at start and must not pay for the formats (issue 29).
+_WHERE = {
+    "ReportContext": "common",
+    "fixable": "common",
+    "sort_key": "common",
+    "render_github": "github",
+    "render_gitlab": "gitlab",
+    "finding_to_json": "jsonfmt",
+    "render_json": "jsonfmt",
+    "render_junit": "junit",
+    "render_sarif": "sarif",
+    "render_statistics": "statistics",
+    "render_text": "text",
+    "summary_line": "text",
 }
 
+_RENDERERS = {
+    "text": "render_text",
+    "json": "render_json",
+    "sarif": "render_sarif",
+    "github": "render_github",
+    "gitlab": "render_gitlab",
+    "junit": "render_junit",
+}
 
-def render(format: str, findings, context: ReportContext) -> str:
-    return _RENDERERS[FORMAT_ALIASES.get(format, format)](findings, context)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fabric_lsp.report.common import ReportContext, fixable, sort_key
+    from fabric_lsp.report.github import render_github
+    from fabric_lsp.report.gitlab import render_gitlab
+    from fabric_lsp.report.jsonfmt import finding_to_json, render_json
+    from fabric_lsp.report.junit import render_junit
+    from fabric_lsp.report.sarif import render_sarif
+    from fabric_lsp.report.statistics import render_statistics
+    from fabric_lsp.report.text import render_text, summary_line
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fabric_lsp.report' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"fabric_lsp.report.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def render(format: str, findings, context: "ReportContext") -> str:
+    return __getattr__(_RENDERERS[FORMAT_ALIASES.get(format, format)])(findings, context)
 
 
 __all__ = [
