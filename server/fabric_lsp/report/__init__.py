@@ -1,11 +1,12 @@
 """Output formats of `fabric-lsp check`: text (ruff-like), json (ruff's keys), sarif (2.1.0, for
-GitHub code scanning), github (workflow commands), gitlab (Code Quality), junit (JUnit XML). Each
+GitHub code scanning), github (workflow commands), gitlab (Code Quality), junit (JUnit XML),
+json-lines (json's objects one per line) and rdjson (reviewdog's format). Each
 takes the findings in their final order and returns the whole output. `--statistics` replaces the
 findings by counts per code (report/statistics.py)."""
 
 from __future__ import annotations
 
-FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
+FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit", "rdjson")
 # Accepted for --output-format as another name of a format (ruff's name of its one-line-per-finding text).
 FORMAT_ALIASES = {"concise": "text"}
 STATISTICS_FORMATS = ("text", "json")
@@ -20,6 +21,8 @@ _WHERE = {
     "render_gitlab": "gitlab",
     "finding_to_json": "jsonfmt",
     "render_json": "jsonfmt",
+    "render_json_lines": "jsonfmt",
+    "render_rdjson": "rdjson",
     "render_junit": "junit",
     "render_sarif": "sarif",
     "render_statistics": "statistics",
@@ -30,6 +33,8 @@ _WHERE = {
 _RENDERERS = {
     "text": "render_text",
     "json": "render_json",
+    "json-lines": "render_json_lines",
+    "rdjson": "render_rdjson",
     "sarif": "render_sarif",
     "github": "render_github",
     "gitlab": "render_gitlab",
@@ -41,8 +46,9 @@ if TYPE_CHECKING:
     from fabric_lsp.report.common import ReportContext, fixable, sort_key
     from fabric_lsp.report.github import render_github
     from fabric_lsp.report.gitlab import render_gitlab
-    from fabric_lsp.report.jsonfmt import finding_to_json, render_json
+    from fabric_lsp.report.jsonfmt import finding_to_json, render_json, render_json_lines
     from fabric_lsp.report.junit import render_junit
+    from fabric_lsp.report.rdjson import render_rdjson
     from fabric_lsp.report.sarif import render_sarif
     from fabric_lsp.report.statistics import render_statistics
     from fabric_lsp.report.text import render_text, summary_line
@@ -74,7 +80,9 @@ __all__ = [
     "render_github",
     "render_gitlab",
     "render_json",
+    "render_json_lines",
     "render_junit",
+    "render_rdjson",
     "render_sarif",
     "render_statistics",
     "render_text",
