@@ -14,6 +14,8 @@ Additions to the stable contract: `--hints` (hint-level findings are off in the 
 `--unsafe-fixes`, `--config PATH`, `--jobs N`, `--no-cache` (see cache.py), `explain --format text|markdown`, `explain -`
 (message from stdin), `rules [CODE ...] --format text|json|markdown` (markdown: the pages of docs/rules/),
 `serve --stdio` (the default transport, named), and `--pipe`/`--socket`/`--node-ipc` refused in one line.
+From ruff (issue 29): `--add-noqa`, `--exit-non-zero-on-fix`, `--isolated`, `--cache-dir`
+(FABRIC_LSP_CACHE_DIR), `--watch`, `--output-format json-lines|rdjson`, `explain CODE CODE ...`.
 `explain` exits 1 when the message matches no record (2 for a code-shaped query that names no rule).
 """
 
