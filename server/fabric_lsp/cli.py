@@ -895,6 +895,7 @@ def add_noqa(findings: Sequence[Finding], checked_digests: Mapping[str, str], cw
             continue
         lines = source.text.splitlines(keepends=True)
         edits = []
+        in_file = 0
         for line in sorted({f.noqa_line for f in found}):
             text = lines[line] if line < len(lines) else ""
             content = text.rstrip("\r\n")
@@ -904,13 +905,21 @@ def add_noqa(findings: Sequence[Finding], checked_digests: Mapping[str, str], cw
                     continue
                 start, end = edit.start.character, edit.end.character
                 content = content[:start] + edit.new_text + content[end:]
-                added += 1
+                in_file += 1
             edits.append(TextEdit(path, Position(line, 0), Position(line, len(text.rstrip("\r\n"))), content))
+        if not in_file:
+            continue
+        text = apply_text_edits(source.text, edits)
+        if _parses(source.text, path) and not _parses(text, path):  # a comment that would land inside a string
+            _say(f"{PROG}: notice: {display_path(path, cwd)}: a noqa comment would break the file; none added")
+            continue
         try:
-            _write(path, apply_text_edits(source.text, edits), source.encoding, digest)
+            _write(path, text, source.encoding, digest)
         except (OSError, ChangedSinceChecked) as error:
             _say_error(display_path(path, cwd), f"not written: {error}")
             failed = True
+            continue
+        added += in_file
     return added, failed
 
 
