@@ -89,6 +89,22 @@ def test_cache_dir_from_the_command_line_and_the_environment(tmp_path):
     assert again.returncode == 1 and again.stdout == first.stdout
 
 
+def test_cache_dir_is_the_users_choice_not_the_hooks(tmp_path):
+    """Under pre-commit the options come from the repository's .pre-commit-config.yaml: `--cache-dir`
+    there would let a repository choose a folder of the machine to write to. The environment variable,
+    the user's own, still applies."""
+    write(tmp_path / "train.py", PROGRAM)
+    target = tmp_path / "chosen-by-the-repository"
+    refused = run_check(["--cache-dir", target, "train.py"], tmp_path, cache=True, env={"PRE_COMMIT": "1"})
+    assert refused.returncode == 2 and "--cache-dir: refused in a pre-commit hook" in refused.stderr
+    assert not target.exists()
+    users = tmp_path / "users-cache"
+    allowed = run_check(["train.py"], tmp_path, cache=True, env={"PRE_COMMIT": "1", "FABRIC_LSP_CACHE_DIR": str(users)})
+    assert allowed.returncode == 1 and list(users.rglob("check-*.json"))
+    watching = run_check(["--watch", "train.py"], tmp_path, env={"PRE_COMMIT": "1"})
+    assert watching.returncode == 2 and "--watch: not in a pre-commit hook" in watching.stderr
+
+
 def test_json_lines_and_rdjson(tmp_path):
     write(tmp_path / "train.py", PROGRAM.replace("model.encode(None)", "model.encode('é')"))
     as_json = json.loads(run_check(["--output-format", "json", "train.py"], tmp_path).stdout)

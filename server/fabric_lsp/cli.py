@@ -949,6 +949,12 @@ def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
     lives outside every repository, allows it (`allow-programs-in-hooks = true`)."""
     if not in_pre_commit_hook():
         return
+    if args.cache_dir is not None:  # where to write is the user's choice (FABRIC_LSP_CACHE_DIR), not the repository's
+        raise UsageError("--cache-dir: refused in a pre-commit hook (PRE_COMMIT=1): the hook's options come from the "
+                         "repository's .pre-commit-config.yaml, which must not choose where fabric-lsp writes; set "
+                         f"{CACHE_DIR_ENV} in your environment instead")
+    if args.watch:
+        raise UsageError("--watch: not in a pre-commit hook (PRE_COMMIT=1): the commit would never end")
     chosen = [name for name, given in (("--python", args.python is not None),
                                        ("--trust-workspace", args.trust_workspace)) if given]
     if not chosen:
