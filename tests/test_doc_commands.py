@@ -99,7 +99,14 @@ def classify(block: Block) -> tuple[str, str]:
             return "not run", ("`npm ci` and `vsce package` need minutes and the npm registry and `code` is not "
                                "installed (tests/editors/test_vscode.py builds and loads the .vsix); its paths "
                                "are checked by test_vsix_recipe_paths")
+        if first not in COMMANDS:
+            return "not run", "output shown as an example (what a command prints), not commands"
     return "unclassified", ""
+
+
+# The first words of a block of commands; a plain block starting otherwise shows output.
+COMMANDS = {"python", "python3", "pip", "pipx", "uv", "make", "cd", "fabric-lsp", "npm", "code", "git", "pre-commit",
+            "ruff", "nvim", "export", "source", "sudo", "apt-get"}
 
 
 def test_every_block_is_run_or_has_a_reason():
