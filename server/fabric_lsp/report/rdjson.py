@@ -44,10 +44,13 @@ def _diagnostic(finding: Finding, context: ReportContext) -> dict[str, Any]:
     path = finding.span.path
     diagnostic: dict[str, Any] = {
         "message": finding.message,
-        "code": {"value": finding.code, "url": context.url(finding)},
+        "code": {"value": finding.code},
         "severity": _SEVERITY[finding.severity],
         "location": _location(path, finding.span.start, finding.span.end, context),
     }
+    url = context.url(finding)
+    if url:  # none for io-error and invalid-syntax entries
+        diagnostic["code"]["url"] = url
     fix = finding.fix
     same_file = os.path.abspath(path)
     if fix is not None and same_file not in context.notebooks and all(
