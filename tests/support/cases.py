@@ -6,13 +6,14 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     Every ``root/<name>.py`` and ``root/<name>/main.py`` (sorted by name). ``Case`` has ``name``,
     ``path`` (the file or the directory), ``entry`` (the file that is run), ``files`` (relative POSIX
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
-    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls)``, ``line`` 1-based, ``cls``
-    the ``class=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
+    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls, run)``, ``line`` 1-based,
+    ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
     comment block of the entry, else None) and ``label_errors`` (malformed labels; they are problems).
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
-    labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
+    labels or an error/hint label (or a ``run=plain`` warning), ``"ddp"`` when it has no labels or a
+    warning/hint label without ``run=``.
 
 ``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
     Copies the case to a temporary directory and runs its entry there with the current interpreter,
@@ -40,7 +41,7 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``[]`` when the runs match the protocol for ``mode``; otherwise readable sentences (with the tail
     of stderr) so a test can ``assert ... == []``. In ``"plain"`` error labels must fire, warning
     labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
-    may. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
+    may. A ``run=plain`` warning label must fire in ``"plain"`` and may in ``"ddp"``. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
     ModelParallel warning naming a class that no FAB002 label names (even when the run exits 0). The
     warning proves the FAB002 labels of the classes it names, with the same must/may table.
 
@@ -133,7 +134,8 @@ _SCRUBBED_ENV_NAMES = {
 }
 
 _LABEL_RE = re.compile(
-    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?\s*$"
+    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?"
+    r"(?:\s+run=(?P<run>[a-z]+))?\s*$"
 )
 _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
@@ -150,10 +152,14 @@ class Label:
     code: str
     severity: str
     cls: str | None = None
+    # "plain": a warning proven by the plain run: certain for the stated strategy but no exception
+    # (ModelParallel's "Parameter initialization incomplete"), which LT_STRATEGY=ddp would replace.
+    run: str | None = None
 
     def __str__(self) -> str:
         cls = f" class={self.cls}" if self.cls else ""
-        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}"
+        run = f" run={self.run}" if self.run else ""
+        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}{run}"
 
 
 @dataclass(frozen=True)
@@ -292,9 +298,9 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         where = f"{rel}:{line}"
         m = _LABEL_RE.match(tok.string)
         if not m:
-            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME]')")
+            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME] [run=plain]')")
             continue
-        code, severity, cls = m["code"], m["severity"], m["cls"]
+        code, severity, cls, run = m["code"], m["severity"], m["cls"], m["run"]
         if code not in RULE_EXCEPTIONS:
             errors.append(f"{where}: unknown rule code {code}")
         if severity not in SEVERITIES:
@@ -307,8 +313,10 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
             errors.append(f"{where}: FAB002 label needs class=NAME unless the line is a class statement")
         if cls is not None and code != "FAB002":
             errors.append(f"{where}: class= is only meaningful for FAB002")
+        if run is not None and (run != "plain" or severity != "warning" or code != "FAB002"):
+            errors.append(f"{where}: run=plain is only for a FAB002 warning proven by ModelParallel's warning in the plain run")
         seen_lines.add(line)
-        labels.append(Label(rel, line, code, severity, cls))
+        labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
             if not _SKIP_RE.match(tok.string):
@@ -341,13 +349,26 @@ def label_class(case: Case, label: Label) -> str | None:
 
 
 def applicable_modes(case: Case) -> list[str]:
-    severities = {label.severity for label in case.labels}
+    proofs = {_proof(label) for label in case.labels}
     modes = []
-    if not severities or severities & {"error", "hint"}:
+    if not proofs or proofs & {"error", "hint", "plain"}:
         modes.append("plain")
-    if not severities or severities & {"warning", "hint"}:
+    if not proofs or proofs & {"warning", "hint"}:
         modes.append("ddp")
     return modes
+
+
+def _proof(label: Label) -> str:
+    """How a label is proven: by its severity's row of the README table, or by the run it names."""
+    return label.run or label.severity
+
+
+def _must_fire(label: Label, mode: str) -> bool:
+    return mode == label.run if label.run else label.severity in _MUST_FIRE[mode]
+
+
+def _may_fire(label: Label, mode: str) -> bool:
+    return mode != label.run if label.run else label.severity in _MAY_FIRE[mode]
 
 
 # --------------------------------------------------------------------------- running
@@ -664,8 +685,8 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         return problems + [f"unknown mode {mode!r}"]
     if mode not in applicable_modes(case):
         problems.append(f"mode {mode!r} does not apply to this case (labels: {[str(l) for l in case.labels]})")
-    must = {l for l in case.labels if l.severity in _MUST_FIRE[mode]}
-    may = {l for l in case.labels if l.severity in _MAY_FIRE[mode]}
+    must = {l for l in case.labels if _must_fire(l, mode)}
+    may = {l for l in case.labels if _may_fire(l, mode)}
     proven: set[Label] = set()
     env = " ".join(f"{k}={v}" for k, v in result.extra_env.items()) or "no extra env"
     for index, step in enumerate(result.steps):

@@ -99,6 +99,7 @@ _RETURNS_SELF = frozenset(
      "to_empty", "share_memory", "type", "xpu")
 )
 _UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
+_REINIT_METHODS = frozenset(("reset_parameters", "apply", "load_state_dict"))
 _MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
 _FSDP_CLASSES = frozenset((
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -123,6 +124,7 @@ class MetaTag(tuple):
     path = property(lambda self: self[3])
     fabrics = property(lambda self: self[4])
     init_call = property(lambda self: self[5])  # the init_module(...) call
+    variant = property(lambda self: self[6])  # the case of a split scope the context was entered in
 
 
 @dataclass
@@ -133,10 +135,12 @@ class Event:
     scope: ir.Scope
     statement: ast.AST | None
     data: dict
+    variant: object = None  # (condition node, outcome) of the case split the event was seen in (see the module doc)
 
 
 class _Frame:
-    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting")
+    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
+                 "variant", "decider")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -148,6 +152,8 @@ class _Frame:
         self.statement: ast.AST | None = None
         self.self_values: frozenset = NOTHING
         self.expecting = False  # inside `with pytest.raises(...)`: the code expects an error here
+        self.variant = None  # (condition node, outcome): the case of the scope's split this run follows
+        self.decider = None  # the scope's _Decider, when the run follows one of its cases
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -160,6 +166,8 @@ class _Frame:
         other.statement = self.statement
         other.self_values = self.self_values
         other.expecting = self.expecting
+        other.variant = self.variant
+        other.decider = self.decider
         return other
 
     def merge(self, other: "_Frame") -> None:
@@ -426,7 +434,17 @@ class Solver:
         return True
 
     def _interpret(self, scope: ir.Scope) -> None:
-        frame = _Frame(scope)
+        decider = _decider(scope) if scope.kind in (ir.FUNCTION, ir.MODULE) else None
+        if decider is not None and self._static(decider.expression, _Frame(scope)) is not _NO:
+            decider = None  # decided by constants of the program: nothing to split
+        for outcome in ((True, False) if decider is not None else (None,)):
+            frame = _Frame(scope)
+            if decider is not None:
+                frame.decider, frame.variant = decider, (decider.node, outcome)
+            self._interpret_case(scope, frame)
+        self.events[self.order[id(scope)]] = self._events
+
+    def _interpret_case(self, scope: ir.Scope, frame: _Frame) -> None:
         if scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self._bind_parameters(frame)
         self._exec(scope.body, frame)
@@ -441,7 +459,6 @@ class Solver:
                 self.write(("classattr", key, name), values)
         for name, values in frame.cells.items():
             self.write(("closure", scope, name), values)
-        self.events[self.order[id(scope)]] = self._events
 
     def all_events(self) -> list[Event]:
         found: list[Event] = []
@@ -640,7 +657,10 @@ class Solver:
             self.write(("return", frame.scope), values)
 
     def _s_if(self, statement, frame: _Frame) -> None:
-        self.ev(statement[1], frame)
+        taken = self._decide(statement[1], statement[4], frame)
+        if taken is not None:  # a constant of the program, or the case this run follows
+            self._exec(statement[2] if taken else statement[3], frame)
+            return
         other = frame.fork()
         self._exec(statement[2], frame)
         self._exec(statement[3], other)
@@ -717,9 +737,9 @@ class Solver:
                     init_call = value.extra
         path = frame.scope.path
         if meta_device:
-            return MetaTag(("meta_device", node, None, path, frozenset(), None))
+            return MetaTag(("meta_device", node, None, path, frozenset(), None, frame.variant))
         if fabrics:
-            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call))
+            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call, frame.variant))
         return None
 
     def _s_try(self, statement, frame: _Frame) -> None:
@@ -1013,13 +1033,145 @@ class Solver:
             self._store_element(container, keys, values)
         return frozenset({container})
 
-    def _e_join(self, expr, frame) -> frozenset:
-        for first in expr[2]:
-            self.ev(first, frame)
+    def _e_ifexp(self, expr, frame) -> frozenset:
+        _, test, body, orelse, node = expr
+        taken = self._decide(test, node, frame)
         found = NOTHING
-        for alternative in expr[1]:
-            found = found | self.ev(alternative, frame)
+        if taken is not False:
+            found = found | self.ev(body, frame)
+        if taken is not True:
+            found = found | self.ev(orelse, frame)
         return found
+
+    def _e_boolop(self, expr, frame) -> frozenset:
+        """`a or b`, `a and b`: every operand may be the result, except an operand whose constants
+        pass evaluation on (a falsy constant before `or`, a truthy one before `and`); a program
+        constant that decides the result ends it (`DEBUG and x` with DEBUG = False is False)."""
+        _, op, operands, _node = expr
+        passing = op == "and"  # the truth value that moves evaluation to the next operand
+        found = NOTHING
+        last = len(operands) - 1
+        for index, operand in enumerate(operands):
+            static = self._static(operand, frame)
+            values = self.ev(operand, frame)
+            if index == last:
+                return found | values
+            if static is not _NO:
+                if bool(static) != passing:
+                    return found | values
+                continue
+            found = found | frozenset(v for v in values if not (isinstance(v, Const) and _truth(v) == passing))
+        return found
+
+    def _e_compare(self, expr, frame) -> frozenset:
+        _, left, pairs, _node = expr
+        operands = [self.ev(left, frame)] + [self.ev(right, frame) for _, right in pairs]
+        return _fold(operands, lambda values: _compare_chain(values, [op for op, _ in pairs]))
+
+    def _e_not(self, expr, frame) -> frozenset:
+        return _fold([self.ev(expr[1], frame)], lambda values: not values[0])
+
+    def _e_unary(self, expr, frame) -> frozenset:
+        op = expr[1]
+        return _fold([self.ev(expr[2], frame)], lambda values: _unary(op, values[0]))
+
+    # -- decided branches ------------------------------------------------------------------------------
+    def _decide(self, test, node, frame: _Frame) -> bool | None:
+        """Evaluate a branch's test; the branch taken when it is decided: by constants of the program
+        (module constants, literals: the same on every run of the program), or by the case of the
+        scope's split this run follows. None: both branches."""
+        values = self.ev(test, frame)
+        constants = frozenset(v for v in values if isinstance(v, Const))
+        if constants:  # what the program's values say, read after the solve (Solver.branch_taken)
+            self.write(("test", node), constants if len(constants) == len(values) else constants | JUST_UNKNOWN)
+        static = self._static(test, frame)
+        if static is not _NO:
+            return bool(static)
+        decider = frame.decider
+        if decider is not None:
+            core, polarity = _strip_not(test)
+            if _condition_key(core) == decider.key:
+                found = self.ev(core, frame) if core is not test else values
+                kept = frozenset(v for v in found if isinstance(v, Const))
+                if kept:
+                    self.write(("cond", decider.node), kept if len(kept) == len(found) else kept | JUST_UNKNOWN)
+                elif found:
+                    self.write(("cond", decider.node), JUST_UNKNOWN)
+                return frame.variant[1] == polarity
+        return None
+
+    def _static(self, expr, frame: _Frame):
+        """The value of an expression made of literals and module constants (names bound once, to a
+        literal, and never rebound anywhere in the program: `program.module_constant`), or _NO."""
+        kind = expr[0]
+        if kind == "const":
+            return expr[1]
+        if kind == "name":
+            path = self._global_path(expr[1], frame)
+            if path is None:
+                return _NO
+            found = self._ask("module_constant", path, expr[1])
+            return found[0] if found is not None else _NO
+        if kind == "not":
+            inner = self._static(expr[1], frame)
+            return _NO if inner is _NO else (not inner)
+        if kind == "unary":
+            inner = self._static(expr[2], frame)
+            return _NO if inner is _NO else _unary(expr[1], inner)
+        if kind == "compare":
+            values = [self._static(expr[1], frame)] + [self._static(right, frame) for _, right in expr[2]]
+            if any(v is _NO for v in values):
+                return _NO
+            return _compare_chain(values, [op for op, _ in expr[2]])
+        if kind == "boolop":
+            passing = expr[1] == "and"
+            operands = expr[2]
+            for operand in operands[:-1]:
+                value = self._static(operand, frame)
+                if value is _NO:
+                    return _NO
+                if bool(value) != passing:
+                    return value
+            return self._static(operands[-1], frame)
+        if kind == "ifexp":
+            test = self._static(expr[1], frame)
+            if test is _NO:
+                return _NO
+            return self._static(expr[2] if test else expr[3], frame)
+        return _NO
+
+    def _global_path(self, name: str, frame: _Frame) -> str | None:
+        """The module whose global `name` a read in this frame means (None: a local or a closure)."""
+        scope = frame.scope
+        if scope.kind == ir.MODULE:
+            return scope.path
+        if scope.kind == ir.CLASS:
+            if name in frame.env:
+                return None
+        elif name in scope.declared_global:
+            return scope.path
+        elif name in scope.assigned:
+            return None
+        enclosing = scope.parent
+        while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
+            if name in enclosing.assigned and name not in enclosing.declared_global:
+                return None
+            enclosing = enclosing.parent
+        return scope.path
+
+    def branch_taken(self, node, outcome: bool) -> bool:
+        """After the solve: may the test at `node` be `outcome`? False only when every value the
+        program gives it is a constant of the other truth value (a flag whose default is off)."""
+        values = self.peek(("test", node))
+        return not values or UNKNOWN in values or any(_truth(v) == outcome for v in values)
+
+    def feasible(self, variant) -> bool:
+        """After the solve: can the program's values take this case of a split? (A case whose
+        condition only ever holds constants of the other truth value is a branch never taken.)"""
+        if variant is None:
+            return True
+        values = self.peek(("cond", variant[0]))
+        return not values or UNKNOWN in values or any(_truth(v) == variant[1] for v in values)
 
     def _e_walrus(self, expr, frame) -> frozenset:
         values = self.ev(expr[2], frame)
@@ -1071,6 +1223,8 @@ class Solver:
         kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
         call = _Call(node, func_expr, args, kwargs, frame)
         call.receivers = receivers
+        if receivers is not None:
+            self._reinit_event(func_expr[2], call)
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)
@@ -1091,6 +1245,27 @@ class Solver:
             else:
                 result = result | self.call_value(callee, call)
         return result
+
+    def _reinit_event(self, method: str, call: "_Call") -> None:
+        """Calls that give a model's weights values after Fabric's setup: `model.reset_parameters()`,
+        `model.apply(init_fn)`, `model.load_state_dict(...)`, `fabric.load(path, {"model": model})`,
+        `fabric.load_raw(path, model)`. What ModelParallel leaves uninitialised is then overwritten
+        (FAB002 reads these events after the solve)."""
+        if method in _REINIT_METHODS:
+            values = frozenset(v for v in call.receivers if isinstance(v, (Wrapped, Instance)))
+        elif method in ("load", "load_raw") and any(isinstance(v, FabricValue) for v in call.receivers):
+            values = set()
+            for given in (call.positional(1), call.keyword("state"), call.keyword("obj")):
+                for value in given:
+                    if isinstance(value, Container):
+                        values.update(self.read(("elements", value.site)))
+                    else:
+                        values.add(value)
+            values = frozenset(v for v in values if isinstance(v, (Wrapped, Instance)))
+        else:
+            return
+        if values:
+            self._event("reinit", call, values=values, method=method)
 
     def _grouped_callees(self, callees: frozenset) -> list:
         """The callees in a fixed order, a project method bound to several receivers called once
@@ -1380,7 +1555,7 @@ class Solver:
         return tagged
 
     def _meta_for(self, context: MetaTag, call: "_Call") -> MetaTag:
-        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5]))
+        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5], context[6]))
 
     def _call_function(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
@@ -1499,7 +1674,7 @@ class Solver:
         mro = self.mro(cls)
         frame = call.frame
         if self.is_fabric_class(cls):
-            made = FabricValue(call.node, frame.scope.path, cls)
+            made = FabricValue(call.node, frame.scope.path, cls, variant=frame.variant)
             self._record_fabric_arguments(call)
             receiver = made
         else:
@@ -1544,7 +1719,7 @@ class Solver:
         frame = call.frame
         if name in FABRIC_CLASS_NAMES:
             self._record_fabric_arguments(call)
-            return frozenset({FabricValue(call.node, frame.scope.path)})
+            return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})
         if name == "torch.compile":
             return frozenset(_compiled(value) for value in call.positional(0))
         if name == "functools.partial":
@@ -1566,7 +1741,8 @@ class Solver:
         if name == "torch.set_default_device":
             kinds = call.positional(0) | call.keyword("device")
             if const("meta") in kinds or any(isinstance(v, Special) and v.kind == "meta_device" for v in kinds):
-                frame.default_meta = MetaTag(("default_device", call.node, None, frame.scope.path, frozenset(), None))
+                frame.default_meta = MetaTag(("default_device", call.node, None, frame.scope.path, frozenset(), None,
+                                              frame.variant))
             elif kinds and UNKNOWN not in kinds:
                 frame.default_meta = None
             return frozenset({const(None)})
@@ -1759,7 +1935,8 @@ class Solver:
             # A Fabric subclass's own __init__ hands Fabric its arguments: those decide the strategy.
             self._record_fabric_arguments(call)
             if special.receiver.site is not None:
-                self.write(("fabric_init", special.receiver.site), frozenset({Special("init_call", None, call.node)}))
+                self.write(("fabric_init", _site_key(special.receiver.site, special.receiver.variant)),
+                           frozenset({Special("init_call", call.frame.variant, call.node)}))
             return _NONE
         if kind == "mark":
             self._mark(special.receiver, call)
@@ -1807,9 +1984,10 @@ class Solver:
             self.write(("elements", site), frozenset({wrapped, UNKNOWN}))
             return frozenset({Container(site, frame.scope.path)})
         if method == "init_module":
-            self.write(("init_kw", call.node), call.keyword("empty_init") or frozenset({const(None)}))
+            key = ("init_kw", _site_key(call.node, frame.variant))
+            self.write(key, call.keyword("empty_init") or frozenset({const(None)}))
             if call.args:
-                self.write(("init_kw", call.node), call.positional(0))
+                self.write(key, call.positional(0))
             return frozenset({Special("init_module", fabric, call.node)})
         if method == "launch":
             functions = call.positional(0) | call.keyword("function")
@@ -1892,29 +2070,29 @@ class Solver:
             # No value yet is not an unknown value: written as unknown, a run that comes before the
             # caller's would leave it for good. A keyword with no value at the end is unknown
             # (_strategy_from).
-            self.write(("fabric_kw", site, name if name is not None else "**"), values)
+            self.write(("fabric_kw", _site_key(site, call.frame.variant), name if name is not None else "**"), values)
 
     def strategy(self, fabric: FabricValue) -> Strategy:
         """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
         for a subclass whose __init__ calls `super().__init__(...)`, from the arguments of that call."""
         if fabric.site is None:
             return Strategy(UNKNOWN_STRATEGY, fabric.origin or "a Fabric passed in", None)
-        cached = self._strategies.get(id(fabric.site))
+        cached = self._strategies.get((id(fabric.site), fabric.variant))
         if cached is None:
-            inits = [v.extra for v in self.ordered(self.peek(("fabric_init", fabric.site)))]
+            inits = self.ordered(self.peek(("fabric_init", _site_key(fabric.site, fabric.variant))))
             if not inits:
-                cached = self._strategy_from(fabric.site, fabric.path)
+                cached = self._strategy_from(fabric.site, fabric.path, fabric.variant)
             else:
-                cached = _combined([self._strategy_from(node, fabric.path) for node in inits])
-            self._strategies[id(fabric.site)] = cached
+                cached = _combined([self._strategy_from(v.extra, fabric.path, v.receiver) for v in inits])
+            self._strategies[(id(fabric.site), fabric.variant)] = cached
         return cached
 
-    def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
+    def _strategy_from(self, node: ast.AST, path: str, variant=None) -> Strategy:
         keywords: dict[str, frozenset] = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
                 name = keyword.arg if keyword.arg is not None else "**"
-                keywords[name] = self.peek(("fabric_kw", node, name)) or JUST_UNKNOWN
+                keywords[name] = self.peek(("fabric_kw", _site_key(node, variant), name)) or JUST_UNKNOWN
         if "**" in keywords:
             # `Fabric(**config)`: the literal keys of a dict we can see; anything else is unknown.
             spread = keywords.pop("**")
@@ -1940,16 +2118,17 @@ class Solver:
         kinds = {a.kind for a in alternatives}
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
+        how = _merged_how(alternatives)
         described = f"strategy={texts.get('strategy', '...')}"
         if kinds == {WRAPPING}:
-            return Strategy(WRAPPING, described, merged_materializes)
+            return Strategy(WRAPPING, described, merged_materializes, how)
         if kinds == {SINGLE}:
-            return Strategy(SINGLE, described, merged_materializes)
-        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes)
+            return Strategy(SINGLE, described, merged_materializes, how)
+        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how)
 
-    def empty_init(self, init_call: ast.AST | None):
+    def empty_init(self, init_call: ast.AST | None, variant=None):
         """True, False or "maybe": what `init_module(empty_init=...)` was given (after the solve)."""
-        values = self.peek(("init_kw", init_call)) if init_call is not None else NOTHING
+        values = self.peek(("init_kw", _site_key(init_call, variant))) if init_call is not None else NOTHING
         if not values or values <= {const(False), const(None)}:
             return False
         if values == {const(True)}:
@@ -1968,13 +2147,16 @@ class Solver:
             named = value.name
         else:
             return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time (strategy={strategy_text or '...'})", None)
+        if described and named not in strategy_text:  # `strategy=strategy`: say which one it is here
+            described += f" ({json.dumps(named) if isinstance(value, Const) else named})"
         materializes = any(named.startswith(prefix) for prefix in _MATERIALIZING)
+        how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
         if named != "auto":
             wraps = tables().strategy_wraps(named)
             if wraps is True:
-                return Strategy(WRAPPING, described, materializes)
+                return Strategy(WRAPPING, described, materializes, how)
             if wraps is False:
-                return Strategy(SINGLE, described, materializes)
+                return Strategy(SINGLE, described, materializes, how)
             return Strategy(UNKNOWN_STRATEGY, described or f"strategy {named!r}", None)
         devices = keywords.get("devices")
         accelerator = keywords.get("accelerator")
@@ -2038,7 +2220,7 @@ class Solver:
     def _event_at(self, kind: str, node, frame: _Frame, **data) -> None:
         if frame.expecting and kind in _EXPECTED_KINDS:
             return  # `with pytest.raises(...)`: the error is what the test wants
-        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
+        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data, frame.variant))
 
 
 class _Receivers(tuple):
@@ -2158,16 +2340,343 @@ def _combined(strategies: list[Strategy]) -> Strategy:
     kinds = {s.kind for s in strategies}
     materializes = {s.materializes for s in strategies}
     merged = materializes.pop() if len(materializes) == 1 else None
+    how = _merged_how(strategies)
     description = " or ".join(dict.fromkeys(s.description for s in strategies))
     if len(kinds) == 1:
-        return Strategy(kinds.pop(), description, merged)
-    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged)
+        return Strategy(kinds.pop(), description, merged, how)
+    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how)
+
+
+def _merged_how(strategies: list[Strategy]) -> object:
+    """How the alternatives materialize, together: one way, or "mixed" when it depends on which runs."""
+    hows = {s.how for s in strategies}
+    materializes = {s.materializes for s in strategies}
+    if len(hows) == 1 and len(materializes) == 1:
+        return hows.pop()
+    if hows == {None}:
+        return None
+    return "mixed"
 
 
 def _compiled(value):
     if isinstance(value, Instance):
         return value._replace(compiled=True)
     return value
+
+
+_NO = object()  # Solver._static: not a constant of the program
+_MAX_FOLDED = 64  # combinations of operand values folded at one comparison
+
+
+def _truth(value) -> bool | None:
+    """The truth value of a constant (None for anything else: it may be either)."""
+    if isinstance(value, Const):
+        return bool(value.value)
+    return None
+
+
+def _fold(operands: list, compute) -> frozenset:
+    """An operation on sets of values, value by value: constants give the constant computed (when the
+    operation is defined on them), anything else is unknown. Empty stays empty (nothing yet)."""
+    if any(not values for values in operands):
+        return NOTHING
+    count = 1
+    for values in operands:
+        count *= len(values)
+    if count > _MAX_FOLDED:
+        return JUST_UNKNOWN
+    found = set()
+    combinations = [[]]
+    for values in operands:
+        combinations = [chosen + [value] for chosen in combinations for value in values]
+    for chosen in combinations:
+        if not all(isinstance(value, Const) for value in chosen):
+            found.add(UNKNOWN)
+            continue
+        result = compute([value.value for value in chosen])
+        found.add(UNKNOWN if result is _NO else const(result))
+    return frozenset(found)
+
+
+_SINGLETONS = (None, True, False)
+
+
+def _compare(op: str, left, right):
+    try:
+        if op == "Eq":
+            return left == right
+        if op == "NotEq":
+            return left != right
+        if op in ("Is", "IsNot"):
+            if left in _SINGLETONS and type(left) is not int or right in _SINGLETONS and type(right) is not int:
+                same = left is right
+                return same if op == "Is" else not same
+            return _NO
+        if op in ("In", "NotIn"):
+            if isinstance(right, str) and isinstance(left, str):
+                return (left in right) if op == "In" else (left not in right)
+            return _NO
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)) or isinstance(left, str) and isinstance(right, str):
+            return {"Lt": left < right, "LtE": left <= right, "Gt": left > right, "GtE": left >= right}.get(op, _NO)
+    except Exception:  # noqa: BLE001 - a comparison the program would fail on: not a constant
+        return _NO
+    return _NO
+
+
+def _compare_chain(values: list, ops: list):
+    """`a < b < c` on constants: True, False, or _NO when one comparison is not defined on them."""
+    result = True
+    for op, left, right in zip(ops, values, values[1:]):
+        step = _compare(op, left, right)
+        if step is _NO:
+            return _NO
+        if not step:
+            return False
+    return result
+
+
+def _unary(op: str, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if op == "USub":
+            return -value
+        if op == "UAdd":
+            return value
+        if op == "Invert" and isinstance(value, int):
+            return ~value
+    if op == "Not":
+        return not value
+    return _NO
+
+
+def _strip_not(test: tuple) -> tuple[tuple, bool]:
+    """(the test without its leading `not`s, whether the branch is taken when that is true)."""
+    polarity = True
+    while test[0] == "not":
+        test = test[1]
+        polarity = not polarity
+    return test, polarity
+
+
+def _condition_key(expr: tuple):
+    """A structural key for a test that reads the same value wherever it is written in one scope:
+    a name, an attribute chain or a literal subscript of one (`args.model_parallel`, `cfg["fsdp"]`),
+    or a comparison of these with literals; None for anything else (calls may differ each time)."""
+    kind = expr[0]
+    if kind == "name":
+        return ("name", expr[1])
+    if kind == "const":
+        return ("const", type(expr[1]).__name__, expr[1])
+    if kind == "attr":
+        inner = _condition_key(expr[1])
+        return None if inner is None or inner[0] == "const" else ("attr", inner, expr[2])
+    if kind == "sub":
+        inner, index = _condition_key(expr[1]), _condition_key(expr[2])
+        if inner is None or inner[0] == "const" or index is None or index[0] != "const":
+            return None
+        return ("sub", inner, index)
+    if kind == "compare":
+        parts = [_condition_key(expr[1])] + [_condition_key(right) for _, right in expr[2]]
+        if any(part is None for part in parts) or all(part[0] == "const" for part in parts):
+            return None
+        return ("compare", tuple(parts), tuple(op for op, _ in expr[2]))
+    return None
+
+
+def _condition_roots(key) -> set[str]:
+    if key[0] == "name":
+        return {key[1]}
+    if key[0] in ("attr", "sub"):
+        return _condition_roots(key[1])
+    if key[0] == "compare":
+        return set().union(*(_condition_roots(part) for part in key[1] if part[0] != "const"))
+    return set()
+
+
+# Calls and literals that make a branch matter to the rules: it builds a Fabric or a strategy,
+# chooses a device, the meta device or `empty_init`, sets a model up or marks a method.
+_RELEVANT_CALLS = frozenset((
+    "init_module", "device", "set_default_device", "setup", "setup_module", "mark_forward_method", "compile",
+    "_materialize_meta_tensors", "_materialize_distributed_module", "FullyShardedDataParallel",
+))
+_RELEVANT_KEYWORDS = frozenset(("strategy", "devices", "num_nodes", "empty_init", "accelerator"))
+_RELEVANT_STRINGS = frozenset((
+    "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp", "deepspeed", "dp", "model_parallel", "xla", "xla_fsdp",
+    "meta", "single_device", "auto", "cpu", "cuda", "gpu",
+))
+
+
+class _Decider(tuple):
+    """The condition one scope's interpretation is split on: (structural key, its first test node,
+    the condition as an expression)."""
+
+    __slots__ = ()
+    key = property(lambda self: self[0])
+    node = property(lambda self: self[1])
+    expression = property(lambda self: self[2])
+
+
+def _decider(scope: ir.Scope):
+    """The condition that decides the most branches of `scope` that matter to the rules (two
+    `if use_model_parallel:` that choose the strategy, then the meta device), or None. Read from
+    the scope's own statements (not nested scopes), so it is the same on every run: the split is
+    static and the interpretation stays monotone. A condition whose names are bound again after
+    its first test, or inside a loop, is not one value and is not split on."""
+    cached = scope.__dict__.get("_fabric_lsp_decider", False)
+    if cached is not False:
+        return cached
+    tests: dict = {}  # key -> [count, first position, first node, relevant]
+    bindings: list[tuple[int, str, bool]] = []  # (position, root name, inside a loop)
+    position = [0]
+
+    def bind(pattern, in_loop: bool) -> None:
+        kind = pattern[0]
+        if kind == "name":
+            bindings.append((position[0], pattern[1], in_loop))
+        elif kind in ("attr", "sub"):
+            root = pattern[1]
+            while root[0] in ("attr", "sub"):
+                root = root[1]
+            if root[0] == "name":
+                bindings.append((position[0], root[1], in_loop))
+        elif kind in ("tuple",):
+            for inner in pattern[1]:
+                bind(inner, in_loop)
+        elif kind == "star":
+            bind(pattern[1], in_loop)
+
+    def test(expr, node, branches, in_loop) -> None:
+        core, _ = _strip_not(expr)
+        key = _condition_key(core)
+        if key is None or key[0] == "const":
+            return
+        entry = tests.setdefault(key, [0, position[0], node, False, core])
+        entry[0] += 1
+        if not entry[3]:
+            entry[3] = any(_relevant(branch) for branch in branches)
+
+    def walk_expr(expr, in_loop) -> None:
+        pending = [expr]
+        while pending:
+            item = pending.pop()
+            if not isinstance(item, tuple) or not item:
+                continue
+            head = item[0]
+            if isinstance(head, str):
+                position[0] += 1
+                if head == "ifexp" and len(item) == 5:
+                    test(item[1], item[4], (item[2], item[3]), in_loop)
+                elif head == "walrus" and len(item) == 3 and isinstance(item[1], str):
+                    bindings.append((position[0], item[1], in_loop))
+                elif head == "lambda":
+                    continue
+            pending.extend(reversed(item[1:]))
+
+    def walk(statements, in_loop: bool) -> None:
+        for statement in statements:
+            position[0] += 1
+            kind = statement[0]
+            if kind == "assign":
+                walk_expr(statement[2], in_loop)
+                for target in statement[1]:
+                    bind(target, in_loop)
+            elif kind == "aug":
+                walk_expr(statement[2], in_loop)
+                bind(statement[1], in_loop)
+            elif kind in ("expr", "return"):
+                if statement[1] is not None:
+                    walk_expr(statement[1], in_loop)
+            elif kind == "if":
+                walk_expr(statement[1], in_loop)
+                test(statement[1], statement[4], (statement[2], statement[3]), in_loop)
+                walk(statement[2], in_loop)
+                walk(statement[3], in_loop)
+            elif kind in ("for", "while"):
+                walk_expr(statement[2] if kind == "for" else statement[1], in_loop)
+                if kind == "for":
+                    bind(statement[1], True)
+                walk(statement[3] if kind == "for" else statement[2], True)
+                walk(statement[4] if kind == "for" else statement[3], in_loop)
+            elif kind == "with":
+                for context, target in statement[1]:
+                    walk_expr(context, in_loop)
+                    if target is not None:
+                        bind(target, in_loop)
+                walk(statement[2], in_loop)
+            elif kind == "try":
+                walk(statement[1], in_loop)
+                for name, body in statement[2]:
+                    if name:
+                        bindings.append((position[0], name, in_loop))
+                    walk(body, in_loop)
+                walk(statement[3], in_loop)
+                walk(statement[4], in_loop)
+            elif kind == "match":
+                walk_expr(statement[1], in_loop)
+                for body in statement[2]:
+                    walk(body, in_loop)
+            elif kind in ("def", "class"):
+                bindings.append((position[0], statement[1], in_loop))
+            elif kind == "import":
+                for dotted, asname in statement[1]:
+                    bindings.append((position[0], asname or dotted.split(".")[0], in_loop))
+            elif kind == "from":
+                for name, asname in statement[3]:
+                    bindings.append((position[0], asname or name, in_loop))
+
+    walk(scope.body, False)
+    best = None
+    for key, (count, first, node, relevant, core) in tests.items():
+        if not relevant:
+            continue
+        roots = _condition_roots(key)
+        if any(name in roots and (in_loop or where > first) for where, name, in_loop in bindings):
+            continue
+        rank = (-count, first)
+        if best is None or rank < best[0]:
+            best = (rank, _Decider((key, node, core)))
+    found = best[1] if best is not None else None
+    scope.__dict__["_fabric_lsp_decider"] = found
+    return found
+
+
+
+def _relevant(branch) -> bool:
+    """Does a branch (statements or an expression) build or choose something the rules read?"""
+    pending = [branch]
+    seen = 0
+    while pending and seen < 5000:
+        seen += 1
+        item = pending.pop()
+        if isinstance(item, ir.Scope) or isinstance(item, ast.AST) or not isinstance(item, (tuple, list)):
+            continue
+        if isinstance(item, tuple) and item and isinstance(item[0], str):
+            kind = item[0]
+            if kind == "call":
+                func = item[1]
+                name = func[2] if func[0] == "attr" else func[1] if func[0] == "name" else ""
+                if isinstance(name, str) and (name in _RELEVANT_CALLS or name.endswith(("Strategy", "Fabric"))
+                                              or name == "LightningLite"):
+                    return True
+                if any(keyword in _RELEVANT_KEYWORDS for keyword, _ in item[3]):
+                    return True
+            elif kind == "const" and isinstance(item[1], str):
+                if item[1] in _RELEVANT_STRINGS or item[1].startswith(("ddp_", "fsdp_", "deepspeed_")):
+                    return True
+                continue
+            elif kind in ("def", "class", "lambda"):
+                continue
+        pending.extend(item)
+    return False
+
+
+def _site_key(site, variant):
+    """Tables of a Fabric call (its arguments, `init_module`'s `empty_init`) are kept per case of a split."""
+    return site if variant is None else (site, variant)
+
+
+def compatible(first, second) -> bool:
+    """Can two cases of splits hold on one run? Only the two outcomes of one condition exclude each other."""
+    return first is None or second is None or first[0] is not second[0] or first[1] == second[1]
 
 
 def _int_of(value) -> int | None:
@@ -2199,10 +2708,13 @@ def _describe(value) -> str:
     if isinstance(value, (Wrapped, Container, Partial)):
         return f"{value.path}:{_describe(value.site)}"
     if isinstance(value, FabricValue):
-        return f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
+        described = f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
+        return described + (f":{_describe(value.variant[0])}={value.variant[1]}" if value.variant is not None else "")
     if isinstance(value, Instance):
         meta = value.meta
         where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
+        if meta and meta[6] is not None:
+            where += f":{_describe(meta[6][0])}={meta[6][1]}"
         return f"{_describe(value.cls)}:{where}:{value.compiled}"
     if isinstance(value, Bound):
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
@@ -2256,7 +2768,11 @@ _EXPRESSIONS = {
     "tuple": Solver._e_tuple,
     "list": Solver._e_list,
     "dict": Solver._e_dict,
-    "join": Solver._e_join,
+    "ifexp": Solver._e_ifexp,
+    "boolop": Solver._e_boolop,
+    "compare": Solver._e_compare,
+    "not": Solver._e_not,
+    "unary": Solver._e_unary,
     "walrus": Solver._e_walrus,
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,

@@ -90,6 +90,10 @@ class Strategy(NamedTuple):
     kind: str  # WRAPPING | SINGLE | UNKNOWN_STRATEGY
     description: str  # 'strategy="ddp"', 'devices=2', 'a strategy chosen at run time (strategy=args.strategy)'
     materializes: object  # True / False / None (unknown): does setup materialize meta tensors (FSDP, ModelParallel)
+    # How setup materializes: "fsdp" (torch FSDP: raises without reset_parameters), "model_parallel"
+    # (warns, leaves uninitialised memory), "mixed" (a run-time choice between them, or between one
+    # of them and a strategy that does not materialize), None (it does not, or it cannot be told).
+    how: object = None
     t: str = "strategy"
 
 
@@ -107,6 +111,9 @@ class FabricValue(NamedTuple):
     path: str | None
     cls: object = None
     origin: str | None = None
+    # Made in one case of a split scope (flow.py): (condition node, outcome); its arguments are kept
+    # per case, so that `strategy` chosen by the same flag as the meta device stays with it.
+    variant: object = None
     t: str = "fabricvalue"
 
 
