@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, compatible, describe, sort_key
+from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
@@ -258,15 +258,22 @@ def _setup_target(statement: ast.AST | None, site: ast.Call) -> ast.expr | None:
     return None
 
 
-def wrapped_paths(facts: ProgramFacts, origin: Origin, variant=None) -> list[WrappedPath]:
-    """The ways the model of `origin` is wrapped; seen from an event of one case of a split scope
-    (`variant`), only the Fabric objects that case can meet."""
+def wrapped_paths(facts: ProgramFacts, origin: Origin, variant=None, wrapped: Wrapped | None = None) -> list[WrappedPath]:
+    """The ways the model of `origin` is wrapped; seen from an event of some cases (`variant`: a split
+    scope's flag, a loop's key), only the Fabric objects those cases can meet; for a wrapped value
+    made in some cases, only the models and Fabric objects of those."""
     paths = []
-    for fabric in origin.fabrics:
+    fabrics, models = origin.fabrics, origin.models
+    if wrapped is not None and wrapped.variant:
+        key = site_key(wrapped.site, wrapped.variant)
+        fabrics = tuple(f for f in origin.fabrics if f in facts.solver.peek(("setup_fabric", key)))
+        models = tuple(sorted(facts.solver.peek(("setup_module", key)), key=sort_key))
+        variant = tuple(variant or ()) + tuple(wrapped.variant)
+    for fabric in fabrics:
         if not compatible(fabric.variant, variant):
             continue
         strategy = facts.strategy(fabric)
-        for model in origin.models:
+        for model in models:
             cls, compiled = None, False
             if isinstance(model, Instance):
                 cls = facts.resolver.ref_of(model.cls)
@@ -310,7 +317,7 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             span_node = func[3] if func is not None and func[0] == "attr" else getattr(event.node, "func", event.node)
             fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope,
                                                             receiver_always_wrapped=always_wrapped[id(event.node)])
-        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant) if p not in fact.paths)
+        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, wrapped) if p not in fact.paths)
     facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
 
 
@@ -340,7 +347,8 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
         if fact is None:
             fact = by_node[id(event.node)] = MarkFact(event.node, event.path, event.data["argument"], [],
                                                       frozenset(), frozenset())
-        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant) if p not in fact.paths)
+        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, event.data["wrapped"])
+                          if p not in fact.paths)
         fact.names = fact.names | event.data["names"]
         fact.values = fact.values | event.data["arguments"]
     facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
@@ -404,7 +412,7 @@ def _initialised_after(facts: ProgramFacts, instance: Instance, setup: Event | N
         if not compatible(event.variant, instance.meta.variant):
             continue
         for value in event.data["values"]:
-            if isinstance(value, Wrapped) and instance in solver.peek(("setup_module", value.site)):
+            if isinstance(value, Wrapped) and instance in solver.peek(("setup_module", site_key(value.site, value.variant))):
                 if setup is None or value.site is setup.node:
                     return True
             elif value == instance and setup is not None and event.scope is setup.scope \
@@ -438,12 +446,13 @@ def _materialization(facts: ProgramFacts, event: Event, tag: MetaTag) -> Materia
     how, certain = _how(strategy)
     if _chosen_at_run_time(solver, fabric.variant, tag.variant, event.variant):
         certain = False  # the case of the split this Fabric was made in is itself chosen at run time
-    return Materialization(how, event.node, event.path, f"`{text}(...)` under {strategy.description}", certain)
+    when = f" {strategy.when}" if strategy.when else ""
+    return Materialization(how, event.node, event.path, f"`{text}(...)` under {strategy.description}{when}", certain)
 
 
 def _chosen_at_run_time(solver: Solver, *variants) -> bool:
     """Is one of these cases of a split chosen at run time (the program's values can take the other)?"""
-    return any(v is not None and solver.feasible((v[0], not v[1])) for v in variants)
+    return any(solver.chosen_at_run_time(v) for v in variants)
 
 
 def _how(strategy: Strategy) -> tuple[str, bool]:

@@ -135,7 +135,7 @@ class Event:
     scope: ir.Scope
     statement: ast.AST | None
     data: dict
-    variant: object = None  # (condition node, outcome) of the case split the event was seen in (see the module doc)
+    variant: object = None  # the cases the event was seen in: ((node, value), ...) (see the module doc)
 
 
 class _Frame:
@@ -152,7 +152,7 @@ class _Frame:
         self.statement: ast.AST | None = None
         self.self_values: frozenset = NOTHING
         self.expecting = False  # inside `with pytest.raises(...)`: the code expects an error here
-        self.variant = None  # (condition node, outcome): the case of the scope's split this run follows
+        self.variant = None  # ((node, value), ...): the cases this run follows (a split's flag, a loop's key)
         self.decider = None  # the scope's _Decider, when the run follows one of its cases
 
     def fork(self) -> "_Frame":
@@ -440,7 +440,7 @@ class Solver:
         for outcome in ((True, False) if decider is not None else (None,)):
             frame = _Frame(scope)
             if decider is not None:
-                frame.decider, frame.variant = decider, (decider.node, outcome)
+                frame.decider, frame.variant = decider, ((decider.node, outcome),)
             self._interpret_case(scope, frame)
         self.events[self.order[id(scope)]] = self._events
 
@@ -687,8 +687,19 @@ class Solver:
         self._exec(orelse, state)
 
     def _s_for(self, statement, frame: _Frame) -> None:
-        iterated = self.iter_values(self.ev(statement[2], frame))
+        iterable = self.ev(statement[2], frame)
         target, body = statement[1], statement[3]
+        iterations = self._literal_iterations(iterable)
+        if iterations is not None:  # `for name, model in {"actor": a, "critic": c}.items():` one key at a time
+            outer = frame.variant
+            for case, values in iterations:
+                frame.variant = (outer or ()) + (case,)
+                self.assign(target, values, frame)
+                self._exec(body, frame)
+            frame.variant = outer
+            self._exec(statement[4], frame)
+            return
+        iterated = self.iter_values(iterable)
 
         def once(branch: _Frame) -> None:
             self.assign(target, iterated, branch)
@@ -920,7 +931,7 @@ class Solver:
             elif isinstance(obj, FabricValue) and obj.cls is not None:
                 self.write(("field", obj.cls, name), values)
             elif isinstance(obj, Wrapped):
-                for inner in self.read(("setup_module", obj.site)):
+                for inner in self.read(("setup_module", _site_key(obj.site, obj.variant))):
                     if isinstance(inner, Instance) and isinstance(inner.cls, Class):
                         self.write(("field", inner.cls, name), values)
             elif isinstance(obj, Module) and not obj.external:
@@ -1097,7 +1108,7 @@ class Solver:
                     self.write(("cond", decider.node), kept if len(kept) == len(found) else kept | JUST_UNKNOWN)
                 elif found:
                     self.write(("cond", decider.node), JUST_UNKNOWN)
-                return frame.variant[1] == polarity
+                return _case_value(frame.variant, decider.node) == polarity
         return None
 
     def _static(self, expr, frame: _Frame):
@@ -1168,10 +1179,29 @@ class Solver:
     def feasible(self, variant) -> bool:
         """After the solve: can the program's values take this case of a split? (A case whose
         condition only ever holds constants of the other truth value is a branch never taken.)"""
-        if variant is None:
-            return True
-        values = self.peek(("cond", variant[0]))
-        return not values or UNKNOWN in values or any(_truth(v) == variant[1] for v in values)
+        for node, outcome in variant or ():
+            if not isinstance(outcome, bool):
+                continue  # an iteration over literal keys: each of them runs
+            values = self.peek(("cond", node))
+            if values and UNKNOWN not in values and not any(_truth(v) == outcome for v in values):
+                return False
+        return True
+
+    def _when(self, variant, path: str | None) -> str:
+        """`when \`args.distributed\` is true`: the flag of a case chosen at run time, for messages."""
+        parts = []
+        for node, outcome in variant or ():
+            if isinstance(outcome, bool) and self.feasible(((node, not outcome),)) and path is not None:
+                core = node
+                while isinstance(core, ast.UnaryOp) and isinstance(core.op, ast.Not):
+                    core = core.operand  # the case's outcome is the value of the flag itself
+                parts.append(f"`{self.program.segment(path, core)}` is {'true' if outcome else 'false'}")
+        return ("when " + " and ".join(parts)) if parts else ""
+
+    def chosen_at_run_time(self, variant) -> bool:
+        """After the solve: is one of these cases chosen at run time (the program's values can take
+        the other outcome of its flag too)?"""
+        return any(isinstance(outcome, bool) and self.feasible(((node, not outcome),)) for node, outcome in variant or ())
 
     def _e_walrus(self, expr, frame) -> frozenset:
         values = self.ev(expr[2], frame)
@@ -1190,6 +1220,20 @@ class Solver:
 
     def _e_comp(self, expr, frame) -> frozenset:
         _, kind, element, generators, node = expr
+        if kind == "dict" and len(generators) == 1:
+            target, iterable, conditions = generators[0]
+            iterations = self._literal_iterations(self.ev(iterable, frame))
+            if iterations is not None:  # `{name: fabric.setup(m) for name, m in models.items()}`: key by key
+                container = Container(node, frame.scope.path)
+                for case, values in iterations:
+                    inner = frame.fork()
+                    inner.variant = (frame.variant or ()) + (case,)
+                    self.assign(target, values, inner)
+                    for condition in conditions:
+                        self.ev(condition, inner)
+                    self._store_element(container, self.ev(element[1][0], inner), self.ev(element[1][1], inner))
+                    frame.marked = frame.marked | inner.marked
+                return frozenset({container})
         inner = frame.fork()
         for target, iterable, conditions in generators:
             self.assign(target, self.iter_values(self.ev(iterable, inner)), inner)
@@ -1332,6 +1376,8 @@ class Solver:
 
     def _bind_class_value(self, value, owner_cls, receiver) -> Iterable:
         """A value found in a class body, seen through an instance (receiver) or the class."""
+        if isinstance(value, Special) and value.kind == "dataclass_field":
+            return tuple(self.read(("field_default", value.extra)))  # dataclasses sets the default on the class
         if isinstance(value, Function) and not value.external:
             scope = value.scope
             kind = scope.method_kind if scope.class_scope is not None else "method"
@@ -1416,7 +1462,7 @@ class Solver:
 
     def _wrapped_attribute(self, wrapped: Wrapped, name: str) -> frozenset:
         if name in _UNWRAPPING_ATTRIBUTES:
-            return self.read(("setup_module", wrapped.site))
+            return self.read(("setup_module", _site_key(wrapped.site, wrapped.variant)))
         if name == "mark_forward_method":
             return frozenset({Special("mark", wrapped)})
         if name in ("forward", "__call__"):
@@ -1426,7 +1472,7 @@ class Solver:
         if name in wrapper_attributes():
             return frozenset({Special("lib_method", wrapped, name)})
         found = {WrappedMethod(wrapped, name)}
-        for inner in self.read(("setup_module", wrapped.site)):
+        for inner in self.read(("setup_module", _site_key(wrapped.site, wrapped.variant))):
             if isinstance(inner, Instance) and isinstance(inner.cls, Class):
                 found.update(self.read(("field", inner.cls, name)))
         return frozenset(found)
@@ -1461,6 +1507,43 @@ class Solver:
             else:
                 found.add(UNKNOWN)
         return frozenset(found)
+
+    def _literal_iterations(self, values: frozenset) -> list[tuple] | None:
+        """(the case, what it yields) for each iteration over a display with literal keys, in order: the items of
+        `{"actor": a, "critic": c}.items()` as (key, value) pairs, the keys of such a dict, the
+        elements of `("student", "teacher")`; None for anything else. A loop over them is followed
+        one iteration at a time, so each key keeps its own value (what it writes is what the loop
+        over all of them at once writes, key by key: the fixed point only grows)."""
+        if len(values) != 1:
+            return None
+        (value,) = values
+        items = isinstance(value, Special) and value.kind == "items" and isinstance(value.receiver, Container)
+        container = value.receiver if items else value
+        if not isinstance(container, Container):
+            return None
+        site = container.site
+        if self.read(("element", site, ANY_KEY)):
+            return None
+        if _dict_site(site):
+            keys = self.ordered(self.read(("keys", site)))
+            if not keys or len(keys) > _MAX_UNROLLED or not all(isinstance(key, Const) for key in keys):
+                return None
+            if not items:
+                return [((site, key), frozenset({key})) for key in keys]
+            found = []
+            for key in keys:
+                pair = (site, "item", key)
+                item = self.read(("element", site, key))
+                self.write(("element", pair, const(0)), frozenset({key}))
+                self.write(("element", pair, const(1)), item)
+                self.write(("elements", pair), frozenset({key}) | item)
+                found.append(((site, key), frozenset({Container(pair, container.path)})))
+            return found
+        if items or not isinstance(site, (ast.List, ast.Tuple)) or not site.elts or len(site.elts) > _MAX_UNROLLED \
+                or any(isinstance(e, ast.Starred) for e in site.elts):
+            return None
+        found = [((site, const(index)), self.read(("element", site, const(index)))) for index in range(len(site.elts))]
+        return found if all(values for _, values in found) else None
 
     def iter_values(self, values: frozenset) -> frozenset:
         found = set()
@@ -1701,17 +1784,49 @@ class Solver:
         return frozenset({made})
 
     def _dataclass_fields(self, cls: Class, fields: tuple[str, ...], call: "_Call") -> None:
+        """A dataclass built by `call`: its fields get the arguments, the rest their defaults (a config
+        built without overrides holds its defaults: known values). `**overrides` gives the fields it
+        names by literal keys; what it may hold otherwise may be in any field not named."""
+        given: set[str] = set()
+        anywhere = NOTHING  # values that may land in any field not named (`*args`, `**unknown`)
         for index, (starred, values) in enumerate(call.args):
-            if starred or index >= len(fields):
+            if starred:
+                anywhere = anywhere | self.iter_values(values) | JUST_UNKNOWN
+                break
+            if index >= len(fields):
                 break
             self.write(("field", cls, fields[index]), values)
+            given.add(fields[index])
         for name, values in call.kwargs:
+            if name is None:
+                for key, item in self._expand_kwargs(values):
+                    if key is None:
+                        anywhere = anywhere | item
+                    elif key in fields:
+                        self.write(("field", cls, key), item)
+                        given.add(key)
+                continue
             if name in fields:
                 self.write(("field", cls, name), values)
-        given = {fields[i] for i in range(min(len(call.args), len(fields)))} | {n for n, _ in call.kwargs if n}
+                given.add(name)
         for name in fields:
             if name not in given:
-                self.write(("field", cls, name), self.read(("classattr", cls, name)))
+                self.write(("field", cls, name), self._field_default(cls, name, call) | anywhere)
+
+    def _field_default(self, cls: Class, name: str, call: "_Call") -> frozenset:
+        """What a dataclass field holds when its constructor is not given it: the class body's value,
+        or what `field(default=...)` / `field(default_factory=...)` makes (the factory is called)."""
+        found = set()
+        for value in self.read(("classattr", cls, name)):
+            if isinstance(value, Special) and value.kind == "dataclass_field":
+                found.update(self.read(("field_default", value.extra)))
+                factory_call = _Call(call.node, None, [], [], call.frame, call.depth + 1)
+                for factory in self.ordered(self.read(("field_factory", value.extra))):
+                    if call.depth < MAX_PARTIAL_DEPTH:
+                        found.update(self.call_value(factory, factory_call))
+            else:
+                found.add(value)
+        return frozenset(found)
 
     # -- library semantics -----------------------------------------------------------------------------------
     def _library_call(self, qualified: str, call: "_Call") -> frozenset:
@@ -1722,6 +1837,14 @@ class Solver:
             return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})
         if name == "torch.compile":
             return frozenset(_compiled(value) for value in call.positional(0))
+        if name == "dataclasses.field":  # its default (or factory) is the field's value: _field_default
+            self.write(("field_default", call.node), call.keyword("default"))
+            self.write(("field_factory", call.node), call.keyword("default_factory"))
+            return frozenset({Special("dataclass_field", None, call.node)})
+        if name in ("dataclasses.asdict", "builtins.vars"):
+            return self._fields_as_dict(call.positional(0), call)
+        if name in ("copy.deepcopy", "copy.copy"):
+            return call.positional(0)  # the same values (what is written into the copy joins them)
         if name == "functools.partial":
             site = call.node
             self.write(("partial_function", site), call.positional(0))
@@ -1758,7 +1881,7 @@ class Solver:
             found = set()
             for value in call.positional(0):
                 if isinstance(value, Wrapped):
-                    found.update(self.read(("setup_module", value.site)))
+                    found.update(self.read(("setup_module", _site_key(value.site, value.variant))))
                 else:
                     found.add(value)
             return frozenset(found)  # nothing yet is nothing, not unknown (see _record_fabric_arguments)
@@ -1778,6 +1901,31 @@ class Solver:
         if name.startswith("builtins."):
             return self._builtin_call(short, call)
         return JUST_UNKNOWN
+
+    def _fields_as_dict(self, objects: frozenset, call: "_Call") -> frozenset:
+        """`dataclasses.asdict(obj)`, `vars(obj)`: a dict of the fields of the project instances given
+        (a dict keyed by each field name); anything else gives an unknown dict."""
+        site = call.node
+        container = Container(site, call.frame.scope.path)
+        for value in objects:
+            cls = value.cls if isinstance(value, Instance) else None
+            if not isinstance(cls, Class) or cls.external:
+                self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
+                self.write(("elements", site), JUST_UNKNOWN)
+                continue
+            for ref in self.mro(cls):
+                if not isinstance(ref, Class) or ref.external:
+                    continue
+                fields = self._ask("dataclass_fields", ref)
+                if fields is None:
+                    continue
+                for field_name in fields:
+                    self._store_element(container, frozenset({const(field_name)}), self.read(("field", cls, field_name)))
+                break
+            else:
+                self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
+                self.write(("elements", site), JUST_UNKNOWN)
+        return frozenset({container})
 
     def _library_results(self, classes, call: "_Call") -> frozenset:
         """Instances of the library classes (or families) a library call returns; a tuple of them for
@@ -1968,8 +2116,11 @@ class Solver:
                 modules = JUST_UNKNOWN
             self.write(("setup_module", site), modules)
             self.write(("setup_fabric", site), frozenset({fabric}))
+            if frame.variant:  # kept per case too: Wrapped values of a case read their own
+                self.write(("setup_module", (site, frame.variant)), modules)
+                self.write(("setup_fabric", (site, frame.variant)), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)
-            wrapped = Wrapped(site, frame.scope.path)
+            wrapped = Wrapped(site, frame.scope.path, frame.variant)
             if method == "setup_module":
                 return frozenset({wrapped})
             optimizers = [values for starred, values in call.args[1:]]
@@ -2084,6 +2235,9 @@ class Solver:
                 cached = self._strategy_from(fabric.site, fabric.path, fabric.variant)
             else:
                 cached = _combined([self._strategy_from(v.extra, fabric.path, v.receiver) for v in inits])
+            when = self._when(fabric.variant, fabric.path)
+            if when:
+                cached = cached._replace(when=when)
             self._strategies[(id(fabric.site), fabric.variant)] = cached
         return cached
 
@@ -2149,6 +2303,9 @@ class Solver:
             return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time (strategy={strategy_text or '...'})", None)
         if described and named not in strategy_text:  # `strategy=strategy`: say which one it is here
             described += f" ({json.dumps(named) if isinstance(value, Const) else named})"
+        elif described and isinstance(value, Const) and strategy_text != json.dumps(named) \
+                and strategy_text.replace("'", '"') != json.dumps(named):
+            described = f"strategy={json.dumps(named)}"  # one value of `"ddp" if args.distributed else "auto"`
         materializes = any(named.startswith(prefix) for prefix in _MATERIALIZING)
         how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
         if named != "auto":
@@ -2524,7 +2681,7 @@ def _decider(scope: ir.Scope):
     cached = scope.__dict__.get("_fabric_lsp_decider", False)
     if cached is not False:
         return cached
-    tests: dict = {}  # key -> [count, first position, first node, relevant]
+    tests: dict = {}  # key -> [count, first position, first node, relevant, expression]
     bindings: list[tuple[int, str, bool]] = []  # (position, root name, inside a loop)
     position = [0]
 
@@ -2547,8 +2704,8 @@ def _decider(scope: ir.Scope):
     def test(expr, node, branches, in_loop) -> None:
         core, _ = _strip_not(expr)
         key = _condition_key(core)
-        if key is None or key[0] == "const":
-            return
+        if key is None or key[0] == "const" or any(name.startswith("__") for name in _condition_roots(key)):
+            return  # `if __name__ == "__main__":` chooses nothing the rules read
         entry = tests.setdefault(key, [0, position[0], node, False, core])
         entry[0] += 1
         if not entry[3]:
@@ -2669,14 +2826,40 @@ def _relevant(branch) -> bool:
     return False
 
 
+_MAX_UNROLLED = 16  # iterations of a loop over a literal display followed one by one
+
+
+def _dict_site(site) -> bool:
+    """Is the container made at `site` a dict (iterating it yields its keys)?"""
+    if isinstance(site, (ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(site, ast.Call):
+        return _last_name(site) in ("dict", "asdict", "vars")
+    return isinstance(site, tuple) and "**kwargs" in site
+
+
 def _site_key(site, variant):
-    """Tables of a Fabric call (its arguments, `init_module`'s `empty_init`) are kept per case of a split."""
-    return site if variant is None else (site, variant)
+    """Tables of a Fabric call (its arguments, `init_module`'s `empty_init`, what `setup` got) are kept
+    per case (a split's flag, a loop's key)."""
+    return site if not variant else (site, variant)
+
+
+def _case_value(variant, node):
+    for each, value in variant or ():
+        if each is node:
+            return value
+    return None
 
 
 def compatible(first, second) -> bool:
-    """Can two cases of splits hold on one run? Only the two outcomes of one condition exclude each other."""
-    return first is None or second is None or first[0] is not second[0] or first[1] == second[1]
+    """Can two sets of cases hold on one run? Two values of one flag or one loop's key exclude each other."""
+    if not first or not second:
+        return True
+    for node, value in first:
+        for other, other_value in second:
+            if node is other and value != other_value:
+                return False
+    return True
 
 
 def _int_of(value) -> int | None:
@@ -2705,16 +2888,18 @@ def _describe(value) -> str:
         if isinstance(scope, tuple):  # external: (path, qualname, node)
             return f"{scope[0]}:{scope[1]}"
         return f"{scope.path}:{scope.qualname}:{scope.line}"
-    if isinstance(value, (Wrapped, Container, Partial)):
+    if isinstance(value, Wrapped):
+        return f"{value.path}:{_describe(value.site)}{_describe_variant(value.variant)}"
+    if isinstance(value, (Container, Partial)):
         return f"{value.path}:{_describe(value.site)}"
     if isinstance(value, FabricValue):
         described = f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
-        return described + (f":{_describe(value.variant[0])}={value.variant[1]}" if value.variant is not None else "")
+        return described + _describe_variant(value.variant)
     if isinstance(value, Instance):
         meta = value.meta
         where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
-        if meta and meta[6] is not None:
-            where += f":{_describe(meta[6][0])}={meta[6][1]}"
+        if meta:
+            where += _describe_variant(meta[6])
         return f"{_describe(value.cls)}:{where}:{value.compiled}"
     if isinstance(value, Bound):
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
@@ -2736,8 +2921,13 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
+def _describe_variant(variant) -> str:
+    return "".join(f":{_describe(node)}={_describe(value)}" for node, value in variant or ())
+
+
 sort_key = _sort_key
 describe = _describe
+site_key = _site_key
 
 
 _STATEMENTS = {

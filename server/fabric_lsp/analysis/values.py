@@ -94,6 +94,7 @@ class Strategy(NamedTuple):
     # (warns, leaves uninitialised memory), "mixed" (a run-time choice between them, or between one
     # of them and a strategy that does not materialize), None (it does not, or it cannot be told).
     how: object = None
+    when: str = ""  # for a Fabric made in one case of a split: "when `args.distributed` is true"
     t: str = "strategy"
 
 
@@ -123,6 +124,9 @@ class Wrapped(NamedTuple):
 
     site: object
     path: str
+    # The cases (flow.py: a split scope's flag, a loop over literal keys) it was set up in: the model
+    # given to setup in that case is kept apart (`{"actor": ..., "critic": ...}` set up one by one).
+    variant: object = None
     t: str = "wrapped"
 
 

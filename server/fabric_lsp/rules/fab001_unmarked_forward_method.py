@@ -68,7 +68,11 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     class_name = info.class_name or "the wrapped model"
     qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
     phrase = strategy_phrase(strongest.strategy, strongest.compiled)
-    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR:
+    described = list(dict.fromkeys(p.strategy.description for p, _ in raising))
+    if severity == Severity.ERROR and len(described) > 1 and not strongest.compiled:
+        phrase = f"under {' or '.join(described)}"  # each of them raises: which one runs does not matter
+    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR \
+            and not strongest.strategy.when:  # "when `args.distributed` is true" already says why
         phrase += _why_not_certain(facts, call, raising, safe)
     wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \
         else f" (wrapped at {where(facts, origin.path, origin.site)})"
