@@ -140,7 +140,7 @@ class Event:
 
 class _Frame:
     __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
-                 "variant", "decider")
+                 "variant", "decider", "written", "fresh", "in_loop", "constructed")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -154,6 +154,13 @@ class _Frame:
         self.expecting = False  # inside `with pytest.raises(...)`: the code expects an error here
         self.variant = None  # ((node, value), ...): the cases this run follows (a split's flag, a loop's key)
         self.decider = None  # the scope's _Decider, when the run follows one of its cases
+        # What this run has just written into objects only it holds (Solver._write_through): reads
+        # that follow see that value, not every value the object's table ever held. Keys:
+        # ("site", container site, key) and ("path", variable, (attribute, ...)).
+        self.written: dict = {}
+        self.fresh: frozenset = frozenset()  # ("site", site) / ("var", name): made here, outside loops
+        self.in_loop = False
+        self.constructed: ast.AST | None = None  # the last constructor call of a project class
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -168,6 +175,10 @@ class _Frame:
         other.expecting = self.expecting
         other.variant = self.variant
         other.decider = self.decider
+        other.written = dict(self.written) if self.written else {}
+        other.fresh = self.fresh
+        other.in_loop = self.in_loop
+        other.constructed = None
         return other
 
     def merge(self, other: "_Frame") -> None:
@@ -177,6 +188,9 @@ class _Frame:
         self.marked = self.marked | other.marked
         if self.default_meta is None:
             self.default_meta = other.default_meta
+        if self.written or other.written:  # after a branch: what both paths wrote, joined
+            self.written = {key: values | other.written[key] for key, values in self.written.items() if key in other.written}
+        self.fresh = self.fresh & other.fresh
 
 
 class ProgramView:
@@ -636,9 +650,15 @@ class Solver:
 
     def _s_assign(self, statement, frame: _Frame) -> None:
         frame.statement = statement[3]
-        values = self.ev(statement[2], frame)
+        frame.constructed = None
+        value = statement[2]
+        values = self.ev(value, frame)
+        # `cfg = TrainConfig()` here, outside loops: an object only this run holds (until it is passed on)
+        made_here = value[0] == "call" and frame.constructed is value[4] and not frame.in_loop
         for target in statement[1]:
             self.assign(target, values, frame)
+            if target[0] == "name" and made_here:
+                frame.fresh = frame.fresh | {("var", target[1])}
 
     def _s_aug(self, statement, frame: _Frame) -> None:
         values = self.ev(statement[2], frame)
@@ -678,6 +698,7 @@ class Solver:
         state = frame
         for _ in range(MAX_LOOP_PASSES):
             branch = state.fork()
+            branch.in_loop = True
             body_once(branch)
             before = {name: len(values) for name, values in state.env.items()}
             marked = len(state.marked)
@@ -691,12 +712,13 @@ class Solver:
         target, body = statement[1], statement[3]
         iterations = self._literal_iterations(iterable)
         if iterations is not None:  # `for name, model in {"actor": a, "critic": c}.items():` one key at a time
-            outer = frame.variant
+            outer, in_loop = frame.variant, frame.in_loop
+            frame.in_loop = True
             for case, values in iterations:
                 frame.variant = (outer or ()) + (case,)
                 self.assign(target, values, frame)
                 self._exec(body, frame)
-            frame.variant = outer
+            frame.variant, frame.in_loop = outer, in_loop
             self._exec(statement[4], frame)
             return
         iterated = self.iter_values(iterable)
@@ -861,6 +883,7 @@ class Solver:
         if kind == "name":
             name = pattern[1]
             scope = frame.scope
+            self._rebound(name, frame)
             if scope.kind == ir.MODULE:
                 frame.env[name] = values
             elif name in scope.declared_global:
@@ -878,12 +901,21 @@ class Solver:
         elif kind == "attr":
             objects = self.ev(pattern[1], frame)
             self.store_attribute(objects, pattern[2], values)
+            chain = _chain(pattern[1])
+            if chain is not None:
+                self._write_through(frame, ("path", chain[0], chain[1] + (pattern[2],)), values,
+                                    ("var", chain[0]) in frame.fresh and len(objects) == 1)
         elif kind == "sub":
             objects = self.ev(pattern[1], frame)
             keys = self.ev(pattern[2], frame)
             for obj in objects:
                 if isinstance(obj, Container):
                     self._store_element(obj, keys, values)
+                    if len(keys) == 1 and isinstance(next(iter(keys)), Const):
+                        self._write_through(frame, ("site", obj.site, next(iter(keys))), values,
+                                            len(objects) == 1 and ("site", obj.site) in frame.fresh)
+                    else:
+                        self._forget(frame, lambda key, site=obj.site: key[0] == "site" and key[1] is site)
         elif kind == "tuple":
             self._destructure(pattern[1], values, frame)
         elif kind == "star":
@@ -915,6 +947,56 @@ class Solver:
                 self.assign(pattern[1], JUST_UNKNOWN, frame)
             else:
                 self.assign(pattern, frozenset(part), frame)
+
+    # -- what this run just wrote -------------------------------------------------------------------------
+    # A config the program rewrites before it builds Fabric (`cfg.devices = 1`, `config["strategy"] =
+    # "auto"`) holds the new value from there on, while the tables hold every value it ever had. For
+    # objects only this run holds (made here, outside loops, not passed on), the run keeps what it
+    # wrote last and reads that. It is the same on every interpretation of the run (a function of its
+    # statements and of the tables it reads), so the fixed point is unchanged in kind.
+    def _write_through(self, frame: _Frame, key: tuple, values: frozenset, strong: bool) -> None:
+        if key[0] == "path":  # `cfg.fabric = x` replaces what `cfg.fabric.devices` was
+            variable, attributes = key[1], key[2]
+            self._forget(frame, lambda other: other[0] == "path" and other[1] == variable
+                         and other[2][:len(attributes)] == attributes and other != key)
+        if strong:
+            frame.written[key] = values
+        elif key in frame.written:
+            frame.written[key] = frame.written[key] | values
+
+    @staticmethod
+    def _forget(frame: _Frame, matches) -> None:
+        if frame.written:
+            for key in [key for key in frame.written if matches(key)]:
+                del frame.written[key]
+
+    def _rebound(self, name: str, frame: _Frame) -> None:
+        if ("var", name) in frame.fresh:
+            frame.fresh = frame.fresh - {("var", name)}
+        self._forget(frame, lambda key: key[0] == "path" and key[1] == name)
+
+    def _passed_on(self, frame: _Frame, callees: frozenset, values: list) -> None:
+        """Objects given to code that may change them are no longer only this run's: forget what
+        was written into them (at module level anything a function reaches may be a global)."""
+        if not frame.written and not frame.fresh or not callees:
+            return
+        if all(isinstance(callee, Lib) and callee.qualified.startswith(_PURE_LIBRARY) or
+               isinstance(callee, Lib) and callee.qualified in FABRIC_CLASS_NAMES for callee in callees):
+            return
+        if frame.scope.kind == ir.MODULE and any(not isinstance(callee, Lib) for callee in callees):
+            frame.written.clear()
+            frame.fresh = frozenset()
+            return
+        given = set()
+        for each in values:
+            given.update(each)
+        sites = {value.site for value in given if isinstance(value, Container)}
+        names = {name for kind, name in ((k[0], k[1]) for k in frame.fresh) if kind == "var"
+                 and frame.env.get(name, NOTHING) & given}
+        if not sites and not names:
+            return
+        self._forget(frame, lambda key: key[0] == "site" and key[1] in sites or key[0] == "path" and key[1] in names)
+        frame.fresh = frozenset(k for k in frame.fresh if not (k[0] == "site" and k[1] in sites or k[0] == "var" and k[1] in names))
 
     def _enclosing_owner(self, scope: ir.Scope, name: str) -> ir.Scope | None:
         enclosing = scope.parent
@@ -999,11 +1081,24 @@ class Solver:
         return self._lookup(expr[1], frame)
 
     def _e_attr(self, expr, frame) -> frozenset:
-        return self.attribute(self.ev(expr[1], frame), expr[2], expr[3], frame)
+        objects = self.ev(expr[1], frame)
+        if frame.written:
+            chain = _chain(expr)
+            if chain is not None:
+                written = frame.written.get(("path", chain[0], chain[1]))
+                if written is not None:
+                    return written
+        return self.attribute(objects, expr[2], expr[3], frame)
 
     def _e_sub(self, expr, frame) -> frozenset:
         objects = self.ev(expr[1], frame)
         keys = self.ev(expr[2], frame)
+        if frame.written and len(objects) == 1 and len(keys) == 1:
+            (obj,), (key,) = objects, keys
+            if isinstance(obj, Container) and isinstance(key, Const):
+                written = frame.written.get(("site", obj.site, key))
+                if written is not None:
+                    return written
         return self.subscript(objects, keys)
 
     def _e_tuple(self, expr, frame) -> frozenset:
@@ -1032,6 +1127,8 @@ class Solver:
     def _e_dict(self, expr, frame) -> frozenset:
         site = expr[2]
         container = Container(site, frame.scope.path)
+        if not frame.in_loop:
+            frame.fresh = frame.fresh | {("site", site)}
         for key_expr, value_expr in expr[1]:
             values = self.ev(value_expr, frame)
             if key_expr is None:  # {**other}
@@ -1267,8 +1364,14 @@ class Solver:
         kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
         call = _Call(node, func_expr, args, kwargs, frame)
         call.receivers = receivers
+        call.arg_exprs = arg_exprs
         if receivers is not None:
             self._reinit_event(func_expr[2], call)
+        if frame.written or frame.fresh:
+            given = [values for _, values in args] + [values for _, values in kwargs]
+            if receivers is not None:
+                given.append(receivers)
+            self._passed_on(frame, frozenset(c for c in callees if not isinstance(c, Special)), given)
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)
@@ -1674,7 +1777,7 @@ class Solver:
         extra_keywords: list[tuple[str, frozenset]] = []
         for name, values in kwargs:
             if name is None:
-                expanded = self._expand_kwargs(values)
+                expanded = self._expand_kwargs(values, frame)
                 for key, item in expanded:
                     if key is None:
                         for param in params:
@@ -1738,14 +1841,17 @@ class Solver:
                 return found
         return None
 
-    def _expand_kwargs(self, values: frozenset) -> list[tuple[str | None, frozenset]]:
-        """`f(**kwargs)`: (keyword, values) for the literal keys of dict-like containers; None for the rest."""
+    def _expand_kwargs(self, values: frozenset, frame: _Frame | None = None) -> list[tuple[str | None, frozenset]]:
+        """`f(**kwargs)`: (keyword, values) for the literal keys of dict-like containers; None for the rest.
+        What this run just wrote into a dict it holds alone is what that key holds (`_write_through`)."""
         found: list = []
+        written = frame.written if frame is not None and len(values) == 1 else {}
         for value in sorted(values, key=_sort_key):
             if isinstance(value, Container):
                 for key in sorted(self.read(("keys", value.site)), key=_sort_key):
                     if isinstance(key, Const) and key.kind == "str":
-                        found.append((key.value, self.read(("element", value.site, key))))
+                        item = written.get(("site", value.site, key)) if written else None
+                        found.append((key.value, item if item is not None else self.read(("element", value.site, key))))
                 anywhere = self.read(("element", value.site, ANY_KEY))
                 if anywhere:
                     found.append((None, anywhere))
@@ -1766,6 +1872,7 @@ class Solver:
             receiver = made
             if meta is not None:
                 self._event("meta_build", call, values=frozenset({made}))
+        frame.constructed = call.node
         init = None
         for ref in mro:
             if isinstance(ref, Class) and not ref.external:
@@ -1799,7 +1906,7 @@ class Solver:
             given.add(fields[index])
         for name, values in call.kwargs:
             if name is None:
-                for key, item in self._expand_kwargs(values):
+                for key, item in self._expand_kwargs(values, call.frame):
                     if key is None:
                         anywhere = anywhere | item
                     elif key in fields:
@@ -1907,7 +2014,11 @@ class Solver:
         (a dict keyed by each field name); anything else gives an unknown dict."""
         site = call.node
         container = Container(site, call.frame.scope.path)
+        chain = _chain(call.arg_exprs[0]) if call.arg_exprs and call.arg_exprs[0][0] != "star" else None
+        written = call.frame.written if chain is not None and len(objects) == 1 else {}
         for value in objects:
+            if value == const(None):
+                continue  # asdict(None) raises: nothing flows from it (a factory's falling off its end)
             cls = value.cls if isinstance(value, Instance) else None
             if not isinstance(cls, Class) or cls.external:
                 self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
@@ -1920,7 +2031,11 @@ class Solver:
                 if fields is None:
                     continue
                 for field_name in fields:
-                    self._store_element(container, frozenset({const(field_name)}), self.read(("field", cls, field_name)))
+                    # `cfg.devices = 1` just before `asdict(cfg)`: the field is what was written last
+                    item = written.get(("path", chain[0], chain[1] + (field_name,))) if written else None
+                    if item is None:
+                        item = self.read(("field", cls, field_name))
+                    self._store_element(container, frozenset({const(field_name)}), item)
                 break
             else:
                 self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
@@ -2167,14 +2282,22 @@ class Solver:
             self.write(("elements", site), values)
             return frozenset({const(None)})
         if method == "update":
+            frame = call.frame
+            fresh = ("site", site) in frame.fresh
             for name, values in call.kwargs:
                 if name is not None:
                     self._store_element(container, frozenset({const(name)}), values)
+                    self._write_through(frame, ("site", site, const(name)), values, fresh)
+                else:
+                    self._forget(frame, lambda key: key[0] == "site" and key[1] is site)
             for value in call.positional(0):
                 if isinstance(value, Container):
                     self.write(("element", site, ANY_KEY), self.read(("elements", value.site)))
                     self.write(("elements", site), self.read(("elements", value.site)))
+                self._forget(frame, lambda key: key[0] == "site" and key[1] is site)
             return frozenset({const(None)})
+        if method in ("pop", "clear", "popitem"):
+            self._forget(call.frame, lambda key: key[0] == "site" and key[1] is site)
         if method in ("get", "pop", "setdefault"):
             keys = call.positional(0)
             found = set(self.subscript(frozenset({container}), keys))
@@ -2217,11 +2340,24 @@ class Solver:
     def _record_fabric_arguments(self, call: "_Call") -> None:
         site = call.node
         self.write(("fabric_call", site), frozenset({Special("fabric_call", None, call.frame.scope.path)}))
+        key = _site_key(site, call.frame.variant)
         for name, values in call.kwargs:
             # No value yet is not an unknown value: written as unknown, a run that comes before the
             # caller's would leave it for good. A keyword with no value at the end is unknown
             # (_strategy_from).
-            self.write(("fabric_kw", _site_key(site, call.frame.variant), name if name is not None else "**"), values)
+            if name is not None:
+                self.write(("fabric_kw", key, name), values)
+                continue
+            # `Fabric(**config)`: the literal keys of the dicts it may be, as they are at this call
+            # (what the function wrote into its own dict last); what cannot be told by key is "**".
+            if any(isinstance(value, Container) for value in values):
+                self.write(("fabric_spread", key), frozenset({const(None)}))  # a dict seen (maybe empty)
+            for spread, item in self._expand_kwargs(values, call.frame):
+                if spread is None:
+                    self.write(("fabric_kw", key, "**"), item)
+                else:
+                    self.write(("fabric_kw", key, spread), item)
+                    self.write(("fabric_spread", key), frozenset({const(spread)}))
 
     def strategy(self, fabric: FabricValue) -> Strategy:
         """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
@@ -2248,16 +2384,16 @@ class Solver:
                 name = keyword.arg if keyword.arg is not None else "**"
                 keywords[name] = self.peek(("fabric_kw", _site_key(node, variant), name)) or JUST_UNKNOWN
         if "**" in keywords:
-            # `Fabric(**config)`: the literal keys of a dict we can see; anything else is unknown.
-            spread = keywords.pop("**")
-            for value in spread:
-                if not isinstance(value, Container):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
-                if self.peek(("element", value.site, ANY_KEY)):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
-                for key in self.peek(("keys", value.site)):
-                    if isinstance(key, Const) and isinstance(key.value, str):
-                        keywords[key.value] = keywords.get(key.value, NOTHING) | self.peek(("element", value.site, key))
+            # `Fabric(**config)`: the literal keys of the dicts it may be (_record_fabric_arguments);
+            # anything else, or nothing seen at all, is unknown.
+            keywords.pop("**")
+            key = _site_key(node, variant)
+            spread = self.peek(("fabric_spread", key))
+            if self.peek(("fabric_kw", key, "**")) or not spread:
+                return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+            for name in self.ordered(spread):
+                if isinstance(name.value, str):
+                    keywords[name.value] = keywords.get(name.value, NOTHING) | self.peek(("fabric_kw", key, name.value))
         texts = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -2273,7 +2409,9 @@ class Solver:
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
         how = _merged_how(alternatives)
-        described = f"strategy={texts.get('strategy', '...')}"
+        shown = texts.get("strategy") or " or ".join(
+            json.dumps(v.value) if isinstance(v, Const) else "..." for v in sorted(strategy_values, key=_sort_key))
+        described = f"strategy={shown}"
         if kinds == {WRAPPING}:
             return Strategy(WRAPPING, described, merged_materializes, how)
         if kinds == {SINGLE}:
@@ -2333,7 +2471,8 @@ class Solver:
             return Strategy(WRAPPING, f"devices={texts.get('devices')}", False)
         if max(counts) > 1:
             return Strategy(UNKNOWN_STRATEGY, f"devices={texts.get('devices')} chosen at run time", False)
-        shown = ", ".join(f"{k}={texts[k]}" for k in ("accelerator", "devices", "strategy") if k in texts) or "Fabric()"
+        shown = ", ".join(f"{k}={_shown(k, texts, keywords)}" for k in ("accelerator", "devices", "strategy")
+                          if _shown(k, texts, keywords)) or "Fabric()"
         return Strategy(SINGLE, shown, False)
 
     def _device_counts(self, devices, accelerator, node, texts) -> set | None:
@@ -2393,12 +2532,13 @@ class _Receivers(tuple):
 
 
 class _Call:
-    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth", "receivers")
+    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth", "receivers", "arg_exprs")
 
     def __init__(self, node, func_expr, args, kwargs, frame, depth: int = 0) -> None:
         self.node = node
         self.func_expr = func_expr
         self.receivers = None  # for `obj.m(...)` as written: the values of `obj`
+        self.arg_exprs = ()  # the positional arguments as written (IR), when the call is written
         self.args = args  # [(starred, values)]
         self.kwargs = kwargs  # [(name | None, values)]
         self.frame = frame
@@ -2827,6 +2967,33 @@ def _relevant(branch) -> bool:
 
 
 _MAX_UNROLLED = 16  # iterations of a loop over a literal display followed one by one
+# Library calls that change none of the objects they are given (Solver._passed_on).
+_PURE_LIBRARY = ("dataclasses.asdict", "dataclasses.field", "copy.", "json.dumps", "builtins.print", "builtins.len",
+                 "builtins.dict", "builtins.list", "builtins.tuple", "builtins.vars", "builtins.isinstance",
+                 "builtins.getattr", "builtins.hasattr", "builtins.sorted", "builtins.str", "builtins.int")
+
+
+def _shown(name: str, texts: dict, keywords: dict) -> str | None:
+    """A Fabric argument as the code writes it, or as the literal it holds (from a `**config`)."""
+    if name in texts:
+        return texts[name]
+    values = keywords.get(name)
+    if values and len(values) == 1:
+        (value,) = values
+        if isinstance(value, Const):
+            return json.dumps(value.value)
+    return None
+
+
+def _chain(expr: tuple) -> tuple[str, tuple[str, ...]] | None:
+    """`cfg.fabric.devices` as (variable, attributes): ("cfg", ("fabric", "devices")); None otherwise."""
+    attributes: list[str] = []
+    while expr[0] == "attr":
+        attributes.append(expr[2])
+        expr = expr[1]
+    if expr[0] != "name":
+        return None
+    return expr[1], tuple(reversed(attributes))
 
 
 def _dict_site(site) -> bool:
