@@ -100,6 +100,7 @@ _RETURNS_SELF = frozenset(
 )
 _UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
 _REINIT_METHODS = frozenset(("reset_parameters", "apply", "load_state_dict"))
+_REINIT_OR_LOAD = _REINIT_METHODS | {"load", "load_raw"}
 _MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
 _FSDP_CLASSES = frozenset((
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -294,6 +295,7 @@ class Solver:
         self._without_constants: set[tuple] = set()
         self._events: list[Event] = []
         self._strategies: dict[int, Strategy] = {}
+        self._split_files: dict[str, bool] = {}
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:
@@ -448,7 +450,7 @@ class Solver:
         return True
 
     def _interpret(self, scope: ir.Scope) -> None:
-        decider = _decider(scope) if scope.kind in (ir.FUNCTION, ir.MODULE) else None
+        decider = _decider(scope) if scope.kind in (ir.FUNCTION, ir.MODULE) and self._may_split(scope.path) else None
         if decider is not None and self._static(decider.expression, _Frame(scope)) is not _NO:
             decider = None  # decided by constants of the program: nothing to split
         for outcome in ((True, False) if decider is not None else (None,)):
@@ -457,6 +459,16 @@ class Solver:
                 frame.decider, frame.variant = decider, ((decider.node, outcome),)
             self._interpret_case(scope, frame)
         self.events[self.order[id(scope)]] = self._events
+
+    def _may_split(self, path: str) -> bool:
+        """Does the file name anything a split could keep apart (a Fabric, a strategy, the meta
+        device)? Files that do not are never split (the text is fixed while the program is)."""
+        known = self._split_files.get(path)
+        if known is None:
+            source = getattr(self.program, "sources", {}).get(path)
+            text = source.text if source is not None else ""
+            known = self._split_files[path] = any(token in text for token in _SPLIT_TOKENS)
+        return known
 
     def _interpret_case(self, scope: ir.Scope, frame: _Frame) -> None:
         if scope.kind in (ir.FUNCTION, ir.LAMBDA):
@@ -883,7 +895,8 @@ class Solver:
         if kind == "name":
             name = pattern[1]
             scope = frame.scope
-            self._rebound(name, frame)
+            if frame.written or frame.fresh:
+                self._rebound(name, frame)
             if scope.kind == ir.MODULE:
                 frame.env[name] = values
             elif name in scope.declared_global:
@@ -973,23 +986,36 @@ class Solver:
     def _rebound(self, name: str, frame: _Frame) -> None:
         if ("var", name) in frame.fresh:
             frame.fresh = frame.fresh - {("var", name)}
-        self._forget(frame, lambda key: key[0] == "path" and key[1] == name)
+        if frame.written:
+            self._forget(frame, lambda key: key[0] == "path" and key[1] == name)
 
-    def _passed_on(self, frame: _Frame, callees: frozenset, values: list) -> None:
+    def _passed_on(self, frame: _Frame, callees: frozenset, args, kwargs, receivers) -> None:
         """Objects given to code that may change them are no longer only this run's: forget what
-        was written into them (at module level anything a function reaches may be a global)."""
-        if not frame.written and not frame.fresh or not callees:
+        was written into them (at module level anything a function reaches may be a global).
+        Library calls that change nothing, and the calls whose effects are modelled (Special), keep them."""
+        project = False
+        for callee in callees:
+            if isinstance(callee, Special):
+                continue
+            if isinstance(callee, Lib):
+                if callee.qualified.startswith(_PURE_LIBRARY) or callee.qualified in FABRIC_CLASS_NAMES:
+                    continue
+            else:
+                project = True
+            break
+        else:
             return
-        if all(isinstance(callee, Lib) and callee.qualified.startswith(_PURE_LIBRARY) or
-               isinstance(callee, Lib) and callee.qualified in FABRIC_CLASS_NAMES for callee in callees):
-            return
-        if frame.scope.kind == ir.MODULE and any(not isinstance(callee, Lib) for callee in callees):
+        if frame.scope.kind == ir.MODULE and project:
             frame.written.clear()
             frame.fresh = frozenset()
             return
         given = set()
-        for each in values:
+        for _, each in args:
             given.update(each)
+        for _, each in kwargs:
+            given.update(each)
+        if receivers is not None:
+            given.update(receivers)
         sites = {value.site for value in given if isinstance(value, Container)}
         names = {name for kind, name in ((k[0], k[1]) for k in frame.fresh) if kind == "var"
                  and frame.env.get(name, NOTHING) & given}
@@ -1189,9 +1215,10 @@ class Solver:
         (module constants, literals: the same on every run of the program), or by the case of the
         scope's split this run follows. None: both branches."""
         values = self.ev(test, frame)
-        constants = frozenset(v for v in values if isinstance(v, Const))
-        if constants:  # what the program's values say, read after the solve (Solver.branch_taken)
-            self.write(("test", node), constants if len(constants) == len(values) else constants | JUST_UNKNOWN)
+        if frame.scope.name == "__init__":  # what the values say, read after the solve (Solver.branch_taken)
+            constants = frozenset(v for v in values if isinstance(v, Const))
+            if constants:
+                self.write(("test", node), constants if len(constants) == len(values) else constants | JUST_UNKNOWN)
         static = self._static(test, frame)
         if static is not _NO:
             return bool(static)
@@ -1268,8 +1295,9 @@ class Solver:
         return scope.path
 
     def branch_taken(self, node, outcome: bool) -> bool:
-        """After the solve: may the test at `node` be `outcome`? False only when every value the
-        program gives it is a constant of the other truth value (a flag whose default is off)."""
+        """After the solve: may the test at `node` (in an `__init__`) be `outcome`? False only when
+        every value the program gives it is a constant of the other truth value (a flag whose default
+        is off)."""
         values = self.peek(("test", node))
         return not values or UNKNOWN in values or any(_truth(v) == outcome for v in values)
 
@@ -1365,13 +1393,10 @@ class Solver:
         call = _Call(node, func_expr, args, kwargs, frame)
         call.receivers = receivers
         call.arg_exprs = arg_exprs
-        if receivers is not None:
+        if receivers is not None and func_expr[2] in _REINIT_OR_LOAD:
             self._reinit_event(func_expr[2], call)
         if frame.written or frame.fresh:
-            given = [values for _, values in args] + [values for _, values in kwargs]
-            if receivers is not None:
-                given.append(receivers)
-            self._passed_on(frame, frozenset(c for c in callees if not isinstance(c, Special)), given)
+            self._passed_on(frame, callees, args, kwargs, receivers)
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)
@@ -2795,6 +2820,7 @@ _RELEVANT_CALLS = frozenset((
     "init_module", "device", "set_default_device", "setup", "setup_module", "mark_forward_method", "compile",
     "_materialize_meta_tensors", "_materialize_distributed_module", "FullyShardedDataParallel",
 ))
+_SPLIT_TOKENS = ("Fabric", "Lite", "Strategy", "strategy", "init_module", "meta", "set_default_device", "materialize")
 _RELEVANT_KEYWORDS = frozenset(("strategy", "devices", "num_nodes", "empty_init", "accelerator"))
 _RELEVANT_STRINGS = frozenset((
     "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp", "deepspeed", "dp", "model_parallel", "xla", "xla_fsdp",
@@ -2813,8 +2839,8 @@ class _Decider(tuple):
 
 
 def _decider(scope: ir.Scope):
-    """The condition that decides the most branches of `scope` that matter to the rules (two
-    `if use_model_parallel:` that choose the strategy, then the meta device), or None. Read from
+    """The condition that decides the most branches of `scope` (two or more) of which one matters
+    to the rules (`if use_model_parallel:` that chooses the strategy, then the meta device), or None. Read from
     the scope's own statements (not nested scopes), so it is the same on every run: the split is
     static and the interpretation stays monotone. A condition whose names are bound again after
     its first test, or inside a loop, is not one value and is not split on."""
@@ -2846,27 +2872,27 @@ def _decider(scope: ir.Scope):
         key = _condition_key(core)
         if key is None or key[0] == "const" or any(name.startswith("__") for name in _condition_roots(key)):
             return  # `if __name__ == "__main__":` chooses nothing the rules read
-        entry = tests.setdefault(key, [0, position[0], node, False, core])
+        entry = tests.setdefault(key, [0, position[0], node, [], core])
         entry[0] += 1
-        if not entry[3]:
-            entry[3] = any(_relevant(branch) for branch in branches)
+        entry[3].extend(branches)  # whether one of them matters is read only for conditions tested twice
 
     def walk_expr(expr, in_loop) -> None:
-        pending = [expr]
-        while pending:
-            item = pending.pop()
-            if not isinstance(item, tuple) or not item:
-                continue
-            head = item[0]
-            if isinstance(head, str):
-                position[0] += 1
-                if head == "ifexp" and len(item) == 5:
-                    test(item[1], item[4], (item[2], item[3]), in_loop)
-                elif head == "walrus" and len(item) == 3 and isinstance(item[1], str):
-                    bindings.append((position[0], item[1], in_loop))
-                elif head == "lambda":
-                    continue
-            pending.extend(reversed(item[1:]))
+        # Conditional expressions where a statement writes them (`x = a if c else b`, `return ...`)
+        # or as an argument (`Fabric(strategy="ddp" if c else "auto")`): a shallow look, not a
+        # walk of every expression (this runs for every scope of the program).
+        position[0] += 1
+        kind = expr[0]
+        if kind == "ifexp":
+            test(expr[1], expr[4], (expr[2], expr[3]), in_loop)
+        elif kind == "walrus":
+            bindings.append((position[0], expr[1], in_loop))
+        elif kind == "call":
+            for argument in expr[2]:
+                if argument[0] == "ifexp":
+                    test(argument[1], argument[4], (argument[2], argument[3]), in_loop)
+            for _, argument in expr[3]:
+                if argument[0] == "ifexp":
+                    test(argument[1], argument[4], (argument[2], argument[3]), in_loop)
 
     def walk(statements, in_loop: bool) -> None:
         for statement in statements:
@@ -2922,11 +2948,13 @@ def _decider(scope: ir.Scope):
 
     walk(scope.body, False)
     best = None
-    for key, (count, first, node, relevant, core) in tests.items():
-        if not relevant:
-            continue
+    for key, (count, first, node, branches, core) in tests.items():
+        if count < 2:
+            continue  # one branch alone keeps nothing apart: the cases only matter when it decides two
         roots = _condition_roots(key)
         if any(name in roots and (in_loop or where > first) for where, name, in_loop in bindings):
+            continue
+        if not any(_relevant(branch) for branch in branches):
             continue
         rank = (-count, first)
         if best is None or rank < best[0]:
