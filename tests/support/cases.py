@@ -7,8 +7,11 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``path`` (the file or the directory), ``entry`` (the file that is run), ``files`` (relative POSIX
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
     ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls, run)``, ``line`` 1-based,
-    ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
-    comment block of the entry, else None) and ``label_errors`` (malformed labels; they are problems).
+    ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from
+    ``# ground-truth: skip <reason>`` in the leading comment block of the entry, else None), ``label_errors`` (malformed labels; they are problems) and
+    ``reinitialised`` (from ``# ground-truth: reinitialised <reason>``: the program gives its meta-device
+    model's weights values after setup and checks them, so ModelParallel's warning is no finding when the
+    run exits 0, and the ``"ddp"`` mode does not apply).
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
@@ -138,6 +141,10 @@ _LABEL_RE = re.compile(
     r"(?:\s+run=(?P<run>[a-z]+))?\s*$"
 )
 _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
+# The program gives its meta-device model's weights values after Fabric's setup (and checks them):
+# ModelParallel's "Parameter initialization incomplete" is then no finding, and LT_STRATEGY=ddp,
+# under which nothing materializes the meta-device model, does not apply.
+_REINITIALISED_RE = re.compile(r"^#\s*ground-truth:\s*reinitialised\s+(?P<reason>\S.*)$")
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
 _FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
 _EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
@@ -171,6 +178,7 @@ class Case:
     labels: tuple[Label, ...]
     skip_reason: str | None = None
     label_errors: tuple[str, ...] = ()
+    reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
 
     @property
     def root(self) -> Path:
@@ -271,13 +279,15 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         labels += file_labels
         errors += file_errors
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
-    markers = sum(
-        len(re.findall(r"^\s*#\s*ground-truth:\s*skip\b", (base / rel).read_text(encoding="utf-8"), re.M))
-        for rel in files
-    )
-    if markers > (skip_reason is not None):
-        errors.append("'# ground-truth: skip' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors))
+    reinitialised = _parse_skip(entry.read_text(encoding="utf-8"), _REINITIALISED_RE)
+    for kind, found in (("skip", skip_reason), ("reinitialised", reinitialised)):
+        markers = sum(
+            len(re.findall(rf"^\s*#\s*ground-truth:\s*{kind}\b", (base / rel).read_text(encoding="utf-8"), re.M))
+            for rel in files
+        )
+        if markers > (found is not None):
+            errors.append(f"'# ground-truth: {kind}' must sit once in the leading comment block of the entry file")
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), reinitialised)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -319,19 +329,20 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not _SKIP_RE.match(tok.string):
-                errors.append(f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>')")
+            if not _SKIP_RE.match(tok.string) and not _REINITIALISED_RE.match(tok.string):
+                errors.append(f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>' or"
+                              " '# ground-truth: reinitialised <reason>')")
     return labels, errors
 
 
-def _parse_skip(entry_source: str) -> str | None:
+def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str | None:
     for raw in entry_source.splitlines():
         line = raw.strip()
         if not line:
             continue
         if not line.startswith("#"):
             return None  # only the leading comment block counts
-        m = _SKIP_RE.match(line)
+        m = pattern.match(line)
         if m:
             return m["reason"].strip()
     return None
@@ -353,7 +364,7 @@ def applicable_modes(case: Case) -> list[str]:
     modes = []
     if not proofs or proofs & {"error", "hint", "plain"}:
         modes.append("plain")
-    if not proofs or proofs & {"warning", "hint"}:
+    if (not proofs or proofs & {"warning", "hint"}) and case.reinitialised is None:
         modes.append("ddp")
     return modes
 
@@ -696,8 +707,9 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         if step.timed_out:
             problems.append(f"{run} {step.describe()}" + _tail(step))
             break
-        if step.warned:
-            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md).
+        if step.warned and not (case.reinitialised and step.returncode == 0):
+            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md),
+            # unless the program gives the weights values after setup and its own checks pass.
             unlabelled = [c for c in step.warned if not any(label_class(case, l) == c for l in step.warned_hit)]
             if unlabelled:
                 problems.append(
