@@ -8,7 +8,9 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
     ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls, run)``, ``line`` 1-based,
     ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from
-    ``# ground-truth: skip <reason>`` in the leading comment block of the entry, else None), ``label_errors`` (malformed labels; they are problems) and
+    ``# ground-truth: skip <reason>`` in the leading comment block of the entry, else None), ``libs``
+    (``# ground-truth: libs`` there: the case imports the pinned libraries and runs with their interpreter,
+    ``support.libs.libs_python()``), ``label_errors`` (malformed labels and markers; they are problems) and
     ``reinitialised`` (from ``# ground-truth: reinitialised <reason>``: the program gives its meta-device
     model's weights values after setup and checks them, so ModelParallel's warning is no finding when the
     run exits 0, and the ``"ddp"`` mode does not apply).
@@ -19,10 +21,11 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     warning/hint label without ``run=``.
 
 ``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
-    Copies the case to a temporary directory and runs its entry there with the current interpreter,
-    ``CUDA_VISIBLE_DEVICES=""``, a clean distributed environment (no inherited ``MASTER_PORT``,
-    ``LT_*``, ``RANK``...; Lightning picks a free port per run) plus ``extra_env`` (``MODE_ENV[mode]``),
-    and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
+    Copies the case to a temporary directory and runs its entry there with the current interpreter (a
+    ``libs`` case: ``case_python(case)``, the libraries' one, with ``LIBS_RUN_ENV`` (``HF_HUB_OFFLINE=1``...)
+    so nothing can be downloaded; ``LibsMissing`` when it does not exist), ``CUDA_VISIBLE_DEVICES=""``, a
+    clean distributed environment (no inherited ``MASTER_PORT``, ``LT_*``, ``RANK``...; Lightning picks a
+    free port per run) plus ``extra_env`` (``MODE_ENV[mode]``), and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
     class, first line of the message, and the innermost frame inside the case's files -> (file, line);
     with several ranks only rank 0's lines are read.
     When a run fails with a rule's exception at a label, the fix for that label is applied to the copy
@@ -73,7 +76,7 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support import forkserver
+from support import forkserver, libs
 
 MODES = ("plain", "ddp")
 # LT_STRATEGY is what `fabric run --strategy ddp` sets; without LT_CLI_USED it silently replaces
@@ -145,6 +148,9 @@ _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
 # ModelParallel's "Parameter initialization incomplete" is then no finding, and LT_STRATEGY=ddp,
 # under which nothing materializes the meta-device model, does not apply.
 _REINITIALISED_RE = re.compile(r"^#\s*ground-truth:\s*reinitialised\s+(?P<reason>\S.*)$")
+_LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
+# Added to a libs case's environment: the libraries must never reach the network (models come from configs).
+LIBS_RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
 _FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
 _EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
@@ -178,6 +184,7 @@ class Case:
     labels: tuple[Label, ...]
     skip_reason: str | None = None
     label_errors: tuple[str, ...] = ()
+    libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
     reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
 
     @property
@@ -279,15 +286,18 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         labels += file_labels
         errors += file_errors
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
+    needs_libs = _parse_libs(entry.read_text(encoding="utf-8"))
     reinitialised = _parse_skip(entry.read_text(encoding="utf-8"), _REINITIALISED_RE)
-    for kind, found in (("skip", skip_reason), ("reinitialised", reinitialised)):
+    for marker, present in (
+        ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None)
+    ):
         markers = sum(
-            len(re.findall(rf"^\s*#\s*ground-truth:\s*{kind}\b", (base / rel).read_text(encoding="utf-8"), re.M))
+            len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
             for rel in files
         )
-        if markers > (found is not None):
-            errors.append(f"'# ground-truth: {kind}' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), reinitialised)
+        if markers > present:
+            errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -329,9 +339,11 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not _SKIP_RE.match(tok.string) and not _REINITIALISED_RE.match(tok.string):
-                errors.append(f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>' or"
-                              " '# ground-truth: reinitialised <reason>')")
+            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)):
+                errors.append(
+                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>',"
+                    " '# ground-truth: libs' or '# ground-truth: reinitialised <reason>')"
+                )
     return labels, errors
 
 
@@ -346,6 +358,18 @@ def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str |
         if m:
             return m["reason"].strip()
     return None
+
+
+def _parse_libs(entry_source: str) -> bool:
+    for raw in entry_source.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("#"):
+            return False  # only the leading comment block counts
+        if _LIBS_RE.match(line):
+            return True
+    return False
 
 
 def label_class(case: Case, label: Label) -> str | None:
@@ -447,7 +471,18 @@ def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
     return dataclasses.replace(step, port_retries=attempt)
 
 
+def case_python(case: Case) -> str:
+    """The interpreter a case runs with: the libraries' one for a ``libs`` case, else the current one."""
+    if not case.libs:
+        return sys.executable
+    reason = libs.missing_reason()
+    if reason is not None:
+        raise LibsMissing(f"{case.name} is a '# ground-truth: libs' case, but {reason}")
+    return libs.libs_python()
+
+
 def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) -> RunStep:
+    python = case_python(case)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -459,6 +494,8 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
         PYTHONDONTWRITEBYTECODE="1",
         OMP_NUM_THREADS="1",  # the machine is small and shared; cases are tiny
     )
+    if case.libs:
+        env.update(LIBS_RUN_ENV)
     env.update(extra_env)
     workdir = Path(tempfile.mkdtemp(prefix=f"gt-{case.name}-"))
     try:
@@ -468,12 +505,12 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
             (workdir / rel).write_text(text, encoding="utf-8")
         started = time.monotonic()
         via = "fork-server"
-        done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case)) if (
+        done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case), python) if (
             USE_FORK_SERVER and _fork_server_ok(case, sources)
         ) else None
         if done is None:
             via = "subprocess"
-            done = _run_cold(case.entry_name, workdir, env, timeout)
+            done = _run_cold(case.entry_name, workdir, env, timeout, python)
         stdout, stderr, timed_out = done.stdout, done.stderr, done.timed_out
         seconds = time.monotonic() - started
         exc_class, exc_message, frames = parse_traceback(stderr) if done.returncode else (None, None, [])
@@ -499,10 +536,12 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
     return dataclasses.replace(step, rule=rule, hit=hit, warned_hit=warned_hit)
 
 
-def _run_cold(entry_name: str, workdir: Path, env: dict[str, str], timeout: float) -> forkserver.Completed:
+def _run_cold(
+    entry_name: str, workdir: Path, env: dict[str, str], timeout: float, python: str | None = None
+) -> forkserver.Completed:
     """`python <entry>` as a fresh interpreter: the reference the fork server is checked against."""
     proc = subprocess.Popen(
-        [sys.executable, entry_name],
+        [python or sys.executable, entry_name],
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,
@@ -618,6 +657,10 @@ def _labels_hit(case: Case, step: RunStep) -> tuple[str | None, tuple[Label, ...
 
 class _NoFix(Exception):
     pass
+
+
+class LibsMissing(RuntimeError):
+    """A libs case was asked to run but the libraries' interpreter does not exist."""
 
 
 def _apply_fix(source: str, label: Label, step: RunStep) -> str:
