@@ -86,6 +86,7 @@ MAX_SETUP_SITES = 10_000
 
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
+_NONE_CONST = const(None)
 _TRUE = frozenset({const(True)})
 # Decorators known to leave the decorated function called as it is written.
 TRANSPARENT_DECORATORS = frozenset((
@@ -1651,6 +1652,8 @@ class Solver:
                         found.update(self.read(("element", obj.site, ANY_KEY)))
                     else:
                         found.update(self.read(("elements", obj.site)))
+            elif obj == _NONE_CONST:
+                continue  # `None[k]` raises: nothing flows from it (every function may return None, see `_NONE`)
             else:
                 found.add(UNKNOWN)
         return frozenset(found)
