@@ -695,9 +695,67 @@ class Solver:
             self._exec(statement[2] if taken else statement[3], frame)
             return
         other = frame.fork()
+        self._narrow(statement[1], frame, True)
+        self._narrow(statement[1], other, False)
         self._exec(statement[2], frame)
         self._exec(statement[3], other)
         frame.merge(other)
+
+    def _narrow(self, test: tuple, frame: _Frame, holds: bool) -> None:
+        """What a branch's condition says about a local name: `isinstance(x, C)` (C classes of the
+        project), `x is None`, `x is not None`, through `not` and `and`/`or`. Values the condition
+        rules out do not enter the branch (a helper `if isinstance(m, Wrapper): return m` returns
+        no bound method). Only the certain is dropped: an unknown value or class keeps everything."""
+        kind = test[0]
+        if kind == "not":
+            self._narrow(test[1], frame, not holds)
+        elif kind == "boolop":
+            if (test[1] == "and") == holds:  # `a and b` holds, `a or b` fails: each part does
+                for part in test[2]:
+                    self._narrow(part, frame, holds)
+        elif kind == "compare" and len(test[2]) == 1 and test[2][0][1] == ("const", None):
+            op = test[2][0][0]
+            if op in ("Is", "IsNot"):
+                self._narrow_local(test[1], frame, lambda v: _may_be_none(v) if (op == "Is") == holds
+                                   else v != NONE_CONST)
+        elif kind == "call" and holds and test[1] == ("name", "isinstance") and len(test[2]) == 2 and not test[3]:
+            classes = self._isinstance_classes(self.ev(test[2][1], frame))
+            if classes:
+                self._narrow_local(test[2][0], frame, lambda v: self._may_be_instance(v, classes))
+
+    def _narrow_local(self, target: tuple, frame: _Frame, keep: Callable[[object], bool]) -> None:
+        scope = frame.scope
+        if target[0] != "name" or scope.kind not in (ir.FUNCTION, ir.LAMBDA):
+            return
+        name = target[1]
+        values = frame.env.get(name)
+        if values is None or name in scope.declared_global or name in scope.declared_nonlocal:
+            return
+        kept = frozenset(v for v in values if keep(v))
+        if kept != values:
+            frame.env[name] = kept
+
+    def _isinstance_classes(self, values: frozenset) -> frozenset | None:
+        """The project classes `isinstance`'s second argument names (a class or a tuple of them);
+        None when any of it is something else (a library class, an unknown)."""
+        classes = set()
+        for value in values:
+            parts = [v for element in value.elements for v in element] if isinstance(value, Tuple) else [value]
+            for part in parts:
+                if not isinstance(part, Class) or part.external:
+                    return None
+                classes.add(part)
+        return frozenset(classes) or None
+
+    def _may_be_instance(self, value, classes: frozenset) -> bool:
+        if isinstance(value, Instance):
+            cls = value.cls
+            if not isinstance(cls, Class) or cls.external or not self._mro_complete(cls):
+                return True
+            return any(base in classes for base in self.mro(cls))
+        # Never an instance of a project class: constants, functions, bound methods, classes,
+        # modules, containers. Anything else (unknown, a wrapped model, a library value) is kept.
+        return not isinstance(value, (Const, Function, Bound, WrappedMethod, Class, Module, Container, Tuple))
 
     def _s_match(self, statement, frame: _Frame) -> None:
         self.ev(statement[1], frame)
@@ -2638,6 +2696,13 @@ def library_defines(qualified: str, name: str) -> bool:
 
 _EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build"))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
+
+
+NONE_CONST = const(None)
+
+
+def _may_be_none(value) -> bool:
+    return value == NONE_CONST or isinstance(value, Unknown)
 
 
 def _expects_error(expr: ast.AST) -> bool:
