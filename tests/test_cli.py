@@ -73,7 +73,7 @@ def test_version(tmp_path):
     "argv, message",
     [
         ([], "a command is required"),
-        (["lint"], "invalid choice: 'lint'"),
+        (["lint"], "unknown command 'lint'"),
         (["check", "--format", "xml"], "invalid choice: 'xml'"),
         (["check", "--bogus"], "unrecognized arguments: --bogus"),
         (["check", "--select", "FAB001,FAB123"], "--select: unknown rule code 'FAB123'"),
