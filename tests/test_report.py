@@ -88,16 +88,29 @@ def test_sort_key_orders_by_path_row_column_code(project: Path):
 
 
 def test_text_format_lines_and_summary(findings, project):
+    # The files do not exist: no code frame (tests/test_text_output.py shows it on real files).
     out = render_text(findings, ReportContext(cwd=str(project)))
     assert out == (
         "pkg/models.py:31:31: FAB003 hint: pass the name \"m\"\n"
+        "\n"
         "train.py:14:13: FAB001 [*] error: `CharLM.generate()` runs the model's layers outside forward: "
         "RuntimeError under DDP\n"
-        "  note: train.py:10:5: the model is set up here\n"
-        "  note: pkg/models.py:19:9: `generate` is defined here\n"
-        "  help: Mark `generate` as a forward method after `fabric.setup()`\n"
+        "   = note: train.py:10:5: the model is set up here\n"
+        "   = note: pkg/models.py:19:9: `generate` is defined here\n"
+        "   = help: Mark `generate` as a forward method after `fabric.setup()`\n"
+        "\n"
         "train.py:21:13: FAB002 warning: `Block` owns parameters but has no `reset_parameters`\n"
-        "  help: Add `reset_parameters` to `Block`\n"
+        "   = help: Add `reset_parameters` to `Block`\n"
+        "\n"
+        "Found 3 findings: 1 error, 1 warning, 1 hint (1 fixable).\n"
+        "1 hidden fix can be enabled with the `--unsafe-fixes` option.\n"
+    )
+    # concise: one line each, the headline only.
+    assert render("concise", findings, ReportContext(cwd=str(project))) == (
+        "pkg/models.py:31:31: FAB003 hint: pass the name \"m\"\n"
+        "train.py:14:13: FAB001 [*] error: `CharLM.generate()` runs the model's layers outside forward: "
+        "RuntimeError under DDP\n"
+        "train.py:21:13: FAB002 warning: `Block` owns parameters but has no `reset_parameters`\n"
         "\n"
         "Found 3 findings: 1 error, 1 warning, 1 hint (1 fixable).\n"
         "1 hidden fix can be enabled with the `--unsafe-fixes` option.\n"

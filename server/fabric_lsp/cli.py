@@ -49,7 +49,7 @@ from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
-from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
+from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, TEXT_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
@@ -551,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Output (report/): --output-format as ruff, --format kept (the stable contract's name).
     check.add_argument("--output-format", "--format", dest="format", choices=FORMATS + tuple(FORMAT_ALIASES),
                        default="text", metavar="FORMAT",
-                       help=f"output format: {', '.join(FORMATS)} (default: text; --format is the same option)")
+                       help=f"output format: {', '.join(FORMATS)}, full (default: text, which is ruff's full: headline, "
+                            "code frame, notes; concise: one line per finding; --format is the same option)")
     check.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of stdout")
     check.add_argument("--statistics", action="store_true",
                        help="show how many findings of each code instead of the findings (text or json)")
@@ -1109,7 +1110,8 @@ def _output_options(args: argparse.Namespace) -> None:
     """The output options checked and normalised (report/): a format alias by its format's name."""
     args.format = FORMAT_ALIASES.get(args.format, args.format)
     if args.statistics and args.format not in STATISTICS_FORMATS:
-        raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
+        raise UsageError(f"--statistics: only with --output-format {', '.join(STATISTICS_FORMATS[:-1])} "
+                         f"or {STATISTICS_FORMATS[-1]}, not {args.format}")
     if args.output_file is not None and not args.output_file.strip():
         raise UsageError("--output-file: expected a file name")
     if args.output_file is not None:  # refused before the analysis too (checked again when writing)
@@ -1208,7 +1210,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
                 _say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
             return 2 if failed else (1 if outcome.texts or stale else 0)
         context.fix_mode, context.fixed, context.fixed_findings = True, outcome.fixed, outcome.fixed_findings
-        if (args.format != "text" or args.statistics) and outcome.fixed and not args.quiet:
+        if (args.format not in TEXT_FORMATS or args.statistics) and outcome.fixed and not args.quiet:
             n_written = len(outcome.written)
             _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
                  f"in {n_written} file{'s' if n_written != 1 else ''}")

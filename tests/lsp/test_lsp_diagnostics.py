@@ -68,7 +68,7 @@ async def test_diagnostics_match_the_fixture_labels(preset, tmp_path):
         assert diagnostic.data["code"] == code and diagnostic.data["record"] == record.id
 
     text, (generate,) = results["fab001_generate_ddp_literal.py"]
-    assert generate.message.startswith("`CharLM.generate()` runs the model's submodules")
+    assert generate.message.startswith("`CharLM.generate()` runs submodules but is called on the Fabric-wrapped `model`")
     related = {(r.location.range.start.line, r.message) for r in generate.related_information}
     assert related == {(31, "`model` is wrapped by Fabric here"), (18, "`CharLM.generate` is defined here")}
     fix = generate.data["fix"]
@@ -157,6 +157,6 @@ async def test_related_information_folded_into_the_message_when_unsupported(tmp_
         (diagnostic,) = await diagnostics(client, uri, version=1)
     assert diagnostic.related_information is None
     lines = diagnostic.message.splitlines()
-    assert lines[0].startswith("`CharLM.generate()` runs the model's submodules")
+    assert lines[0].startswith("`CharLM.generate()` runs submodules but is called on the Fabric-wrapped `model`")
     assert "fab001_generate_ddp_literal.py:32:24: `model` is wrapped by Fabric here" in lines
     assert "fab001_generate_ddp_literal.py:19:9: `CharLM.generate` is defined here" in lines

@@ -170,8 +170,14 @@ def noqa_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str
     return {"title": f"Disable {finding.code} for this line", "edit": _edit_json(edit, texts, encoding)}
 
 
+def diagnostic_message(finding: Finding) -> str:
+    """The headline on the first line (what an editor shows inline or in its problem list), each
+    reason on a line of its own below it (shown on hover): the JSON output's message."""
+    return finding.full_message
+
+
 def _folded_message(finding: Finding, texts: TextSource) -> str:
-    lines = [finding.message]
+    lines = [diagnostic_message(finding)]
     for related in finding.related:
         where = texts.label(related.span.path)
         start = related.span.start
@@ -200,7 +206,7 @@ def to_diagnostic(
                 range=related_index.range_to_lsp(related.span.start, related.span.end, encoding),
             )
             related_information.append(types.DiagnosticRelatedInformation(location=location, message=related.message))
-    message = finding.message if features.related_information else _folded_message(finding, texts)
+    message = diagnostic_message(finding) if features.related_information else _folded_message(finding, texts)
     url = record_url(finding.record_id)
     data = {
         "source": SOURCE,

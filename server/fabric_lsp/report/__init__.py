@@ -12,14 +12,17 @@ from fabric_lsp.report.jsonfmt import finding_to_json, render_json
 from fabric_lsp.report.junit import render_junit
 from fabric_lsp.report.sarif import render_sarif
 from fabric_lsp.report.statistics import STATISTICS_FORMATS, render_statistics
-from fabric_lsp.report.text import render_text, summary_line
+from fabric_lsp.report.text import render_concise, render_text, summary_line
 
-FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit")
-# Accepted for --output-format as another name of a format (ruff's name of its one-line-per-finding text).
-FORMAT_ALIASES = {"concise": "text"}
+# "text" is ruff's `full` (headline, code frame, notes); "concise" one line per finding.
+FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab", "junit")
+# Accepted for --output-format as another name of a format (ruff's name of its default text).
+FORMAT_ALIASES = {"full": "text"}
+TEXT_FORMATS = ("text", "concise")
 
 _RENDERERS = {
     "text": render_text,
+    "concise": render_concise,
     "json": render_json,
     "sarif": render_sarif,
     "github": render_github,
@@ -35,6 +38,7 @@ def render(format: str, findings, context: ReportContext) -> str:
 __all__ = [
     "FORMATS",
     "FORMAT_ALIASES",
+    "TEXT_FORMATS",
     "ReportContext",
     "STATISTICS_FORMATS",
     "finding_to_json",
@@ -46,6 +50,7 @@ __all__ = [
     "render_junit",
     "render_sarif",
     "render_statistics",
+    "render_concise",
     "render_text",
     "sort_key",
     "summary_line",

@@ -126,7 +126,7 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": finding.full_message},
         "locations": [{"physicalLocation": _physical(finding.span.path, finding.span.start, finding.span.end, context)}],
         "partialFingerprints": {"primaryLocationLineHash": f"{fingerprint(path, finding.code, line_text)[:16]}:{count}"},
         "properties": {"severity": finding.severity.value},
