@@ -72,7 +72,8 @@ def test_full_is_the_default_with_frame_notes_and_help(tmp_path):
     assert lines[6] == " " * width + " |"
     notes = [line for line in lines if line.startswith(" " * width + " = note: ")]
     assert any("RuntimeError under strategy=\"ddp\"" in note for note in notes)
-    assert any("`model.mark_forward_method(\"generate\")` is not called before it" in note for note in notes)
+    assert any(note.endswith("`model` is not marked with `model.mark_forward_method(\"generate\")` before this call")
+               for note in notes)
     assert any(re.search(r"= note: train\.py:\d+:\d+: `model` is wrapped by Fabric here$", note) for note in notes)
     assert any(line.startswith(" " * width + " = help: Mark `generate`") for line in lines)
     assert lines[-1] == "Found 1 finding: 1 error (1 fixable)."

@@ -71,14 +71,15 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR:
         phrase += _why_not_certain(facts, call, raising, safe)
     wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \
-        else f"`{receiver}` is wrapped at {where(facts, origin.path, origin.site)}"
+        else f" (wrapped at {where(facts, origin.path, origin.site)})"
     # Headline: what is wrong; notes: how the method runs submodules, the runtime error, what is missing.
     message = f"`{qualified_method}` runs submodules but is called on the Fabric-wrapped `{receiver}`"
     notes = (
         f"`{call.method}` {info.runs.reason}",
         f"RuntimeError {phrase}",
-        f"`{target}.mark_forward_method(\"{call.method}\")` is not called before it",
-    ) + ((wrapped_where,) if wrapped_where else ())
+        f"`{receiver}`{wrapped_where} is not marked with `{target}.mark_forward_method(\"{call.method}\")` "
+        "before this call",
+    )
     related = []
     origins: list[Origin] = []
     for path, _ in raising:
