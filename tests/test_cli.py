@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import fabric_lsp
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.cli import check_files, exit_status, fix_findings, main
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
@@ -308,7 +309,7 @@ def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatc
         "using the default",
         f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
         "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, "
-        "per-file-ignores, extend-exclude, respect-gitignore); using the default",
+        "per-file-ignores, extend-exclude, respect-gitignore, docs-url); using the default",
     ]
 
 
@@ -438,7 +439,7 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     assert code == 0
     assert json.loads(out) == [
         {"code": r.code, "name": r.name, "record": r.record_id, "summary": r.summary,
-         "url": default_records().by_id(r.record_id).github_url}
+         "url": page_url(r.code), "source": default_records().by_id(r.record_id).github_url}
         for r in RULES
     ]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.findings import Finding, Position, Severity, Span
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
 from fabric_lsp.report import ReportContext, render
@@ -160,7 +161,8 @@ def test_sarif_rules_carry_the_records_help_and_the_driver_an_information_uri(tm
         assert entry["help"] == {"text": render_text(record, code=rule.code),
                                  "markdown": render_markdown(record, code=rule.code)}
         assert entry["help"]["markdown"].startswith(f"### {rule.code} {rule.name}")
-        assert entry["helpUri"] == record.github_url
+        assert entry["helpUri"] == page_url(rule.code)  # the rule page; Lightning's source is the evidence
+        assert entry["properties"]["source"] == record.github_url
     _validate(document)
 
 

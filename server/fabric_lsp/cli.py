@@ -972,7 +972,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     data = sys.stdin.buffer.read(limit + 1)
     to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
     report = sys.stderr if to_stdout else sys.stdout
-    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet,
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet, docs_url=config.docs_url,
                             color=args.output_file is None and use_color(args.color, report))
 
     def unchecked(reason: str | None) -> int:
@@ -1148,6 +1148,12 @@ def _syntax_broken(results) -> set[str]:
     return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
+def _docs_url(configs) -> str | None:
+    """The rule pages' `docs-url` for a report: the first that the run's settings files set (a report
+    has one link per rule)."""
+    return next((c.docs_url for c in getattr(configs, "configs", [configs]) if c.docs_url), None)
+
+
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
     fixing = args.fix or args.diff
     # Hashed before the analysis: a file that changes at any later point is not fixed.
@@ -1184,7 +1190,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     findings = _confine(findings, bounds, cwd, say=fixing)
 
     context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings),
-                            quiet=args.quiet, show_fixes=args.show_fixes,
+                            quiet=args.quiet, show_fixes=args.show_fixes, docs_url=_docs_url(config),
                             color=args.output_file is None and use_color(args.color, sys.stdout))
     stale = False
     if fixing:
@@ -1277,7 +1283,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     best = found[0]
     renderer = render_markdown if args.format == "markdown" else render_text
     note = explain_note(best, found[1:])
-    sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note)))
+    sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note,
+                                           docs_url=config.docs_url)))
     return 0
 
 
@@ -1300,6 +1307,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return 0
     records = default_records()
     if args.format == "json":
+        from fabric_lsp.records.pages import page_url
+
+        config, problems = load_config(Path(os.getcwd()))
+        for problem in problems:
+            _say(problem)
         rows = []
         for rule in rules:
             record = records.by_id(rule.record_id)
@@ -1309,7 +1321,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
                     "name": rule.name,
                     "record": rule.record_id,
                     "summary": rule.summary,
-                    "url": record.github_url if record else None,
+                    "url": page_url(rule.code, config.docs_url),  # the rule page (records/pages.py)
+                    "source": record.github_url if record else None,  # Lightning's source: the evidence
                 }
             )
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

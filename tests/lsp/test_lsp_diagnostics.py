@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.records import default_records
 from lspkit import (
     capabilities,
@@ -61,10 +62,8 @@ async def test_diagnostics_match_the_fixture_labels(preset, tmp_path):
         assert range_tuple(diagnostic.range) == range_tuple(want)
         assert diagnostic.range.start.line == line
         record = records.by_code(code)
-        if preset == "visual-studio-code":  # the only preset declaring codeDescriptionSupport
-            assert diagnostic.code_description.href == record.github_url
-        else:
-            assert diagnostic.code_description is None
+        # Every client gets the rule page's link (issue 29), whether or not it declares codeDescriptionSupport.
+        assert diagnostic.code_description.href == page_url(code)
         assert diagnostic.data["code"] == code and diagnostic.data["record"] == record.id
 
     text, (generate,) = results["fab001_generate_ddp_literal.py"]

@@ -207,7 +207,7 @@ def to_diagnostic(
             )
             related_information.append(types.DiagnosticRelatedInformation(location=location, message=related.message))
     message = diagnostic_message(finding) if features.related_information else _folded_message(finding, texts)
-    url = record_url(finding.record_id)
+    url = record_url(finding.code)
     data = {
         "source": SOURCE,
         "schema": DATA_SCHEMA,
@@ -223,7 +223,8 @@ def to_diagnostic(
         message=message,
         severity=SEVERITIES[finding.severity],
         code=finding.code,
-        code_description=types.CodeDescription(href=url) if url and features.code_description else None,
+        # Sent to every client (one that does not show it ignores it): the rule page's link.
+        code_description=types.CodeDescription(href=url) if url else None,
         source=SOURCE,
         related_information=related_information or None,
         data=data,

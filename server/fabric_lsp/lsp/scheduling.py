@@ -39,7 +39,7 @@ from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.cells import cell_results
 from fabric_lsp.lsp.convert import TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, CellResult, Document, NotebookDocument, Snapshot
-from fabric_lsp.records import default_records
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.walk import exclude_matcher
 
 log = logging.getLogger("fabric_lsp.lsp")
@@ -173,8 +173,6 @@ class AnalysisScheduler:
         try:
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
-            # The shipped records, as `check` uses: findings never wait on extension records.
-            records = default_records()
             if not enabled:
                 pass
             elif config.exclude and exclude_matcher(config.exclude, config.root).excluded(snapshot.path, False):
@@ -202,9 +200,8 @@ class AnalysisScheduler:
                 found, _ = confine(found, bounds)
                 findings = tuple(f for f in found if f.span.path == snapshot.path)
 
-            def url_of(record_id: str) -> str | None:
-                record = records.by_id(record_id)
-                return record.github_url if record else None
+            def url_of(code: str) -> str | None:  # the rule page: the team's docs-url or the installed copy
+                return page_url(code, config.docs_url)
 
             findings, diagnostics, cells = self._diagnostics(snapshot, findings, open_uris, url_of)
         except Exception:  # one file's crash must not stop the server: report nothing for it

@@ -37,6 +37,7 @@ class ReportContext:
     # The repository root: SARIF and GitLab paths are relative to it (None: the nearest folder
     # above `cwd` holding `.git`, else `cwd`).
     root: str | None = None
+    docs_url: str | None = None  # the team's rule pages (`docs-url`): links point there (records/pages.py)
     _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def repository_root(self) -> str:
@@ -79,11 +80,11 @@ class ReportContext:
         return self.records
 
     def url(self, finding: Finding) -> str | None:
-        """The rule's documentation link: its knowledge-base record's githubUrl."""
-        records = self.record_set()
-        record = records.by_id(finding.record_id) if finding.record_id else None
-        record = record or records.by_code(finding.code)
-        return record.github_url if record is not None else None
+        """The rule's documentation page: the team's (`docs-url`) or the installed copy (file://). The
+        record's Lightning source stays its evidence (SARIF rule properties, `explain`)."""
+        from fabric_lsp.records.pages import page_url
+
+        return page_url(finding.code, self.docs_url)
 
     def display(self, path: str) -> str:
         return display_path(path, self.cwd)

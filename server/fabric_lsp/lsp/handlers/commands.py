@@ -12,6 +12,7 @@ from lsprotocol import types
 
 from fabric_lsp.lsp.session import FabricLanguageServer
 from fabric_lsp.records import explain_note, explain_query, render_markdown, render_text
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.report.escape import escape_controls
 
 log = logging.getLogger("fabric_lsp.lsp")
@@ -55,17 +56,18 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
         best = found[0]
         record, context, code = best.record, best.context, best.code
         note = explain_note(best, found[1:])
-        plaintext = render_text(record, context=context, code=code, note=note)
+        plaintext = render_text(record, context=context, code=code, note=note, docs_url=config.docs_url)
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Info, message=escape_controls(plaintext, keep="\n"))
         )
         return {
             "code": code,
             "record": record.id,
-            "url": record.github_url,
+            "url": page_url(code, config.docs_url) if code else None,  # the rule page
+            "source": record.github_url,  # Lightning's source: the record's evidence
             "context": context or {},
             "reason": best.reason,
-            "markdown": render_markdown(record, context=context, code=code, note=note),
+            "markdown": render_markdown(record, context=context, code=code, note=note, docs_url=config.docs_url),
             "plaintext": plaintext,
         }
     except Exception:
