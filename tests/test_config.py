@@ -131,7 +131,7 @@ def test_bad_override_keeps_the_files_value(tmp_path):
         ("max-file-size = true", "max-file-size", "expected a positive number of bytes, got boolean True"),
         ("colour = true", "colour", "unknown key (known keys: select, ignore, severity, python, exclude, "
          "extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, per-file-ignores, "
-         "extend-exclude, respect-gitignore)"),
+         "extend-exclude, respect-gitignore, docs-url)"),
     ],
 )
 def test_each_bad_value_is_reported_and_defaulted(tmp_path, line, key, problem):
