@@ -32,6 +32,7 @@ import stat
 import sys
 import threading
 import traceback
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -591,6 +592,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="settings file for every checked file, instead of each file's closest one")
     check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
     check.add_argument("--no-cache", action="store_true", help=f"do not read or write {CACHE_DIR_NAME}/")
+    # What applies (as ruff): the settings of a file, the files a run checks, what a run does.
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the settings that apply to the first PATH (its settings file, every key, the "
+                            "project root and the analysis interpreter) and exit")
+    check.add_argument("--show-files", action="store_true",
+                       help="print the files that would be checked, one per line, and exit")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="say on stderr which settings, project roots and interpreters the run uses, what "
+                            "the cache answered and how long it took")
 
     explain = commands.add_parser("explain", help="show the documentation of a rule or a runtime error")
     explain.add_argument(
@@ -909,15 +919,98 @@ def _cmd_check(args: argparse.Namespace) -> int:
     paths = [path for path in paths if path not in missing]
     if not paths:
         return 2
+    if args.show_settings:
+        return _show_settings(paths[0], configs, cwd)
     files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude)
     for problem in configs.take_problems():
         _say(problem)
+    if args.show_files:
+        for notice in sorted(notices, key=lambda n: n.path):
+            _say(notice.format(cwd))
+        sys.stdout.write("".join(escape_line(os.path.abspath(path)) + "\n" for path in sorted(files, key=os.path.abspath)))
+        return 2 if missing else 0
+    if args.verbose:
+        _say_verbose_plan(files, configs, cwd)
     _warn_noqa(files, configs, cwd)
     cache = None if args.no_cache else CacheSet(cwd)
     status = _check_and_report(args, cwd, configs, files, notices, cache)
     for problem in configs.take_problems():  # settings read late (none so far; said all the same)
         _say(problem)
     return 2 if missing else status
+
+
+def _settings_source(configs: ConfigResolver, path: str) -> str:
+    """The settings file that applies to `path` (`--config`'s, else the closest), or what stands in."""
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    found = configs.config_file or configs._settings_file(os.path.abspath(folder))
+    return str(found) if found is not None else "(none: the defaults)"
+
+
+def _interpreter_line(config: Config, root: str) -> str:
+    from fabric_lsp.analysis.workspace import choose_interpreter
+
+    chosen = choose_interpreter(root, config.python, config.trusted)
+    how = "run to list its packages" if chosen.runnable else "read without running it: the workspace is not trusted"
+    return f"{chosen.python} ({how})"
+
+
+def _show_settings(path: str, configs: ConfigResolver, cwd: str) -> int:
+    """ruff's `--show-settings`: the settings `check` uses for `path`, one `key = value` a line (the
+    settings file's spelling, TOML values), then where the project is and what the analysis reads."""
+    import dataclasses
+    import json
+
+    from fabric_lsp.config import KNOWN_KEYS
+    from fabric_lsp.engine import project_root_for
+
+    absolute = os.path.abspath(path)
+    config = configs.for_directory(absolute) if os.path.isdir(absolute) else configs.for_path(absolute)
+    for problem in configs.take_problems():
+        _say(problem)
+    names = {field.name: field for field in dataclasses.fields(Config)}
+
+    def value(raw) -> str:
+        if isinstance(raw, (frozenset, set)):
+            raw = sorted(raw)
+        elif isinstance(raw, dict):
+            return "{" + ", ".join(f"{k} = {value(v)}" for k, v in sorted(raw.items())) + "}"
+        elif isinstance(raw, tuple) and raw and isinstance(raw[0], tuple):  # per-file-ignores
+            return "{" + ", ".join(f"{json.dumps(glob)} = {value(codes)}" for glob, codes in raw) + "}"
+        elif isinstance(raw, tuple):
+            raw = list(raw)
+        elif hasattr(raw, "value"):  # a Severity
+            raw = raw.value
+        return "null" if raw is None else json.dumps(raw)
+
+    lines = [f"Resolved settings for: {json.dumps(absolute)}",
+             f"Settings file: {_settings_source(configs, absolute)}", ""]
+    for key in KNOWN_KEYS:
+        name = key.replace("-", "_")
+        if name in names:
+            lines.append(f"{key} = {value(getattr(config, name))}")
+    root = project_root_for(absolute, config.root, config.fallback_root)
+    lines += ["", f"project root = {json.dumps(root)}", f"trusted = {json.dumps(config.trusted)}",
+              f"analysis interpreter = {json.dumps(_interpreter_line(config, root))}"]
+    sys.stdout.write(escape_lines("\n".join(lines) + "\n"))
+    return 0
+
+
+def _say_verbose_plan(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
+    """`-v`: per settings file, the files it covers; per project, its root and analysis interpreter."""
+    from fabric_lsp.engine import project_root_for
+
+    by_source: dict[str, int] = {}
+    projects: dict[str, Config] = {}
+    for path in files:
+        by_source[_settings_source(configs, path)] = by_source.get(_settings_source(configs, path), 0) + 1
+        config = configs.for_path(path)
+        projects.setdefault(project_root_for(os.path.abspath(path), config.root, config.fallback_root), config)
+    for source, count in sorted(by_source.items()):
+        shown = display_path(source, cwd) if os.path.isabs(source) else source
+        _say(f"{PROG}: verbose: settings {shown}: {count} file{'s' if count != 1 else ''}")
+    for root, config in sorted(projects.items()):
+        _say(f"{PROG}: verbose: project {display_path(root, cwd) or '.'}: interpreter {_interpreter_line(config, root)}")
+    _say(f"{PROG}: verbose: checking {len(files)} file{'s' if len(files) != 1 else ''}")
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -1166,8 +1259,13 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     # A fix edits only files inside the paths given (a file argument: that file only).
     bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
     need_edits = bool(fixing) or args.format in ("json", "sarif")  # outputs that show or apply edits
+    started = time.perf_counter()
     with Progress(len(files), sys.stderr, enabled=not args.quiet):
         results = check_files_cached(files, config, args.jobs, cache, need_edits)
+    if getattr(args, "verbose", False):
+        where = f"cache in {CACHE_DIR_NAME}/ of each project" if cache is not None else "no cache (--no-cache)"
+        _say(f"{PROG}: verbose: checked {len(files)} file{'s' if len(files) != 1 else ''} in "
+             f"{time.perf_counter() - started:.2f} s; {where}")
 
     failed = False
     findings: list[Finding] = []
