@@ -145,3 +145,15 @@ def test_frame_marks_under_tabs_and_wide_characters(tmp_path):
     assert lines[2] == "1 |     name = '漢字'; model.generate(x)"
     # tab = 4 columns, each of the two ideographs 2 columns: the marks sit under `generate` on screen.
     assert lines[3] == "  | " + " " * (4 + len("name = '") + 4 + len("'; model.")) + "^" * 8 + " FAB001"
+
+
+def test_frame_escapes_control_characters_of_the_source(tmp_path):
+    """The frame prints source text: an ESC or a bidi override in the flagged line is shown escaped,
+    never sent to the terminal raw (report/escape.py)."""
+    text = (FIXTURES / "cases" / "fab001_generate_ddp_literal.py").read_text()
+    text = text.replace("# expect: FAB001 error", "# \x1b]0;pwned\x07 \u202e evil # expect: FAB001 error")
+    (tmp_path / "train.py").write_text(text)
+    completed = check("train.py", cwd=tmp_path)
+    assert completed.returncode == 1
+    assert "\x1b" not in completed.stdout and "\u202e" not in completed.stdout and "\x07" not in completed.stdout
+    assert "# \\x1b]0;pwned\\x07 \\u202e evil" in completed.stdout
