@@ -114,9 +114,10 @@ def test_docs_url_points_every_link_at_the_teams_pages(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.fabric-lsp]\ndocs-url = "https://git.example.org/t/docs/rules/"\n')
     [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".").stdout)
     assert item["url"] == "https://git.example.org/t/docs/rules/FAB001.md"
-    # Not an http(s) URL: said with the file and the key, and the installed page is linked.
+    # Not an http(s) URL: a configuration error (status 2, as every mistake in a settings file), with the
+    # file, line and key; nothing is checked with other settings than those written.
     (tmp_path / "pyproject.toml").write_text('[tool.fabric-lsp]\ndocs-url = "javascript:alert(1)"\n')
     refused = cli("check", "--no-cache", "--output-format", "json", ".")
-    assert "pyproject.toml: docs-url: expected an http(s) URL" in refused.stderr
-    [item] = json.loads(refused.stdout)
-    assert item["url"] == page_url("FAB001")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith(f"fabric-lsp: config error: {tmp_path / 'pyproject.toml'}:2: docs-url: "
+                                     "expected an http(s) URL")
