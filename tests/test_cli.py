@@ -303,7 +303,7 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
      "select: unknown rule code 'FAB01' (did you mean 'FAB001'?)"),
     ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nspeed = 3\n', 3, "speed: unknown key (known keys: select, "
      "ignore, severity, python, exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, "
-     "extend-select, per-file-ignores, extend-exclude, respect-gitignore)"),
+     "extend-select, per-file-ignores, extend-exclude, respect-gitignore, docs-url)"),
     ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselct = ["FAB003"]\n', 3,
      'selct: unknown key (did you mean "select"?)'),
     ('[project]\nname = "p"\n[tool.fabric_lsp]\nselect = ["FAB003"]\n', 3,
