@@ -157,3 +157,21 @@ def test_frame_escapes_control_characters_of_the_source(tmp_path):
     assert completed.returncode == 1
     assert "\x1b" not in completed.stdout and "\u202e" not in completed.stdout and "\x07" not in completed.stdout
     assert "# \\x1b]0;pwned\\x07 \\u202e evil" in completed.stdout
+
+
+def test_frame_shows_the_text_checked_from_stdin_and_none_for_a_missing_path(tmp_path):
+    """`--stdin-filename train.py` checks standard input (an editor's unsaved buffer): the frame shows
+    that text, not the file on disk; a path that does not exist (io-error) has no frame."""
+    source = (FIXTURES / "cases" / "fab001_generate_ddp_literal.py").read_text()
+    (tmp_path / "train.py").write_text("# the file on disk differs\n" * 80)
+    env = dict(os.environ, PYTHONPATH=str(SERVER))
+    completed = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--stdin-filename",
+                                "train.py", "-"], cwd=tmp_path, env=env, input=source, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 1, completed.stderr
+    row = next(i for i, line in enumerate(source.splitlines(), 1) if "# expect: FAB001" in line)
+    assert f"{row} | {source.splitlines()[row - 1]}" in completed.stdout
+    assert "the file on disk differs" not in completed.stdout
+    missing = check("nope.py", cwd=tmp_path)
+    assert missing.stdout.splitlines()[0].startswith("nope.py:1:1: io-error error: ")
+    assert " | " not in missing.stdout

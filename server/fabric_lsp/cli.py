@@ -1261,6 +1261,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     bounds = FixBounds([path])
     findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=fixing)
     context.notebooks = _stdin_notebooks(source)
+    if source.notebook is None:  # the frame shows the text checked, not the file on disk
+        context.remember_text(path, source.text)
     if not fixing:
         write_report(args, findings, context)
         return exit_status(findings, failed, args.exit_zero)
@@ -1292,6 +1294,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
             findings, failed = [], True
         findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
         context.notebooks = _stdin_notebooks(source) if source is not None else {}
+        if source is not None and source.notebook is None:
+            context.remember_text(path, source.text)
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

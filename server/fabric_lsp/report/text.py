@@ -129,8 +129,7 @@ def _frame(finding: Finding, context: ReportContext) -> list[str]:
     """The source lines around the finding, the span marked with `^` under its first line. Empty when
     the file cannot be read any more."""
     path, start, end = finding.span.path, finding.span.start, finding.span.end
-    marked = _shown_line(context, path, start.line)
-    if not marked and start.line > 0 and not _shown_line(context, path, start.line - 1):
+    if not context.readable(path):  # a path that does not exist (io-error), a file gone since
         return []
     first, last, row = _frame_rows(finding, context)
     width = _gutter_width(finding, context)
