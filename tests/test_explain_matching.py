@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.records.pages import page_url
 from fabric_lsp.cli import main
 from fabric_lsp.records import default_records, explain_query
 from fabric_lsp.records.messages import sample_message
+from fabric_lsp.records.pages import page_url
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

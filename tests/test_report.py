@@ -9,9 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from fabric_lsp.records.pages import page_url
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.report import ReportContext, render, render_github, render_json, render_sarif, render_text
 from fabric_lsp.report.common import sort_key
 

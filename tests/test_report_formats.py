@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.records.pages import page_url
 from fabric_lsp.findings import Finding, Position, Severity, Span
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.report import ReportContext, render
 
 from test_notebooks_cli import CALL, MODEL, SETUP, notebook

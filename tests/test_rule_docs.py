@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.records.pages import page_url
 from fabric_lsp.cli import main
 from fabric_lsp.config import Config
 from fabric_lsp.engine import check_source
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.records.rule_docs import PROSE, render_rule_page
 from fabric_lsp.rules import ALL_RULES
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from fabric_lsp.records.pages import page_url
 from fabric_lsp.records import default_records
+from fabric_lsp.records.pages import page_url
 from lspkit import (
     capabilities,
     copy_case,
