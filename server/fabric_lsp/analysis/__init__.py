@@ -407,7 +407,7 @@ def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Orig
         if event.kind != "backward":
             continue
         origin = origins.get(id(event.data["output"].wrapped.site))
-        if origin is None:
+        if origin is None or not facts.solver.output_reaches(event.scope) or _home_made_backward(event):
             continue
         fact = by_node.get(id(event.node))
         if fact is None:
@@ -421,6 +421,18 @@ def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Orig
             if all(name != known for known, _ in fact.fabric_names):
                 fact.fabric_names.append((name, values))
     facts.backwards = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+def _home_made_backward(event: Event) -> bool:
+    """`def backward(self, loss): loss.backward()` in a project class: a Fabric stand-in (a test double, a
+    home-made distributed wrapper). Its summary joins every Fabric-like object's `backward(loss)` call, so the
+    real Fabric's callers' outputs reach it on paper; the real Fabric never calls it."""
+    scope = event.scope
+    if scope.kind != ir.FUNCTION or scope.class_scope is None or scope.name != "backward":
+        return False
+    func = getattr(event.node, "func", None)
+    receiver = getattr(func, "value", None)
+    return isinstance(receiver, ast.Name) and any(p.name == receiver.id for p in scope.params[1:])
 
 
 # -- setup misuse ---------------------------------------------------------------------------------------------

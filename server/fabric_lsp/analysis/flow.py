@@ -88,6 +88,7 @@ MAX_SETUP_SITES = 10_000
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
 _NONE_CONST = const(None)
+MADE = frozenset({const(True)})  # ("makes_output", scope): the scope runs a wrapped model (or calls one that does)
 _TRUE = frozenset({const(True)})
 # Decorators known to leave the decorated function called as it is written.
 TRANSPARENT_DECORATORS = frozenset((
@@ -734,7 +735,7 @@ class Solver:
             op = test[2][0][0]
             if op in ("Is", "IsNot"):
                 self._narrow_local(test[1], frame, lambda v: _may_be_none(v) if (op == "Is") == holds
-                                   else v != NONE_CONST)
+                                   else v != _NONE_CONST)
         elif kind == "call" and holds and test[1] == ("name", "isinstance") and len(test[2]) == 2 and not test[3]:
             classes = self._isinstance_classes(self.ev(test[2][1], frame))
             if classes:
@@ -1874,6 +1875,7 @@ class Solver:
         if isinstance(callee, Special):
             return self._special_call(callee, call)
         if isinstance(callee, Wrapped):
+            self._makes_output(call.frame)
             return frozenset({Output(callee), UNKNOWN})  # `wrapped(x)`: _FabricModule.forward
         if isinstance(callee, Output):
             return frozenset({callee, UNKNOWN})  # `out.sum()`, `out.float()`
@@ -2010,10 +2012,47 @@ class Solver:
         if scope.is_generator:
             return JUST_UNKNOWN
         result = self.read(("return", scope))
+        if any(isinstance(v, Output) for v in result):
+            result = self._outputs_for_this_call(scope, result, bound, frame)
         returned = {v.site for v in result if isinstance(v, Wrapped)}
         if returned and node is not None and frame is not None:
             self._event_at("returned", node, frame, callee=scope, sites=frozenset(returned))
         return result
+
+    def _makes_output(self, frame: _Frame | None) -> None:
+        if frame is not None and frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            self.write(("makes_output", frame.scope), MADE)
+
+    def _outputs_for_this_call(self, scope: ir.Scope, result: frozenset, bound: dict, frame) -> frozenset:
+        """A function's return summary joins all its calls: a loss helper given the wrapped model's
+        output in training and a plain tensor in a test returns an Output to both. The Output reaches
+        this call only when the function (or one it calls) runs the wrapped model itself, or this
+        call hands it an output (directly or in a container or tuple)."""
+        if self.read(("makes_output", scope)):
+            self._makes_output(frame)  # so the caller's callers get it too
+            return result
+        if any(self._carries_output(v) for vs in bound.values() for v in vs):
+            return result  # handed back what this call gave (the caller's own callers decide again)
+        return frozenset(v for v in result if not isinstance(v, Output))
+
+    def output_reaches(self, scope: ir.Scope) -> bool:
+        """After the solve: can an output of a wrapped model be in this scope on one of its own runs?
+        Only when it (or a function it calls) runs the wrapped model, or its callers hand it one. (Its
+        values alone cannot tell: a helper's summary joins every call.) Module code: always."""
+        if scope.kind not in (ir.FUNCTION, ir.LAMBDA) or self.peek(("makes_output", scope)):
+            return True
+        return any(self._carries_output(v, peek=True) for param in scope.params
+                   for v in self.peek(("param", scope, param.name)))
+
+    def _carries_output(self, value, peek: bool = False) -> bool:
+        if isinstance(value, Output):
+            return True
+        if isinstance(value, Container):
+            elements = (self.peek if peek else self.read)(("elements", value.site))
+            return any(isinstance(v, Output) for v in elements)
+        if isinstance(value, Tuple):
+            return any(isinstance(v, Output) for element in value.elements for v in element)
+        return False
 
     def _expand_star(self, values: frozenset) -> list[frozenset] | None:
         """`f(*args)` with one container of known positions: its elements, in order."""
@@ -2405,6 +2444,7 @@ class Solver:
         if kind == "container_method":
             return self._container_call(special.receiver, special.extra, call)
         if kind == "wrapped_forward":
+            self._makes_output(call.frame)
             return frozenset({Output(special.receiver), UNKNOWN})
         if kind == "output_backward":
             self._event("backward", call, output=special.receiver, fabrics=self._fabric_names(call.frame))
@@ -2929,11 +2969,10 @@ _EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "back
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
-NONE_CONST = const(None)
 
 
 def _may_be_none(value) -> bool:
-    return value == NONE_CONST or isinstance(value, Unknown)
+    return value == _NONE_CONST or isinstance(value, Unknown)
 
 
 def _expects_error(expr: ast.AST) -> bool:
