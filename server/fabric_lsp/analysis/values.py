@@ -90,8 +90,17 @@ class Strategy(NamedTuple):
     kind: str  # WRAPPING | SINGLE | UNKNOWN_STRATEGY
     description: str  # 'strategy="ddp"', 'devices=2', 'a strategy chosen at run time (strategy=args.strategy)'
     materializes: object  # True / False / None (unknown): does setup materialize meta tensors (FSDP, ModelParallel)
+    # Whether Fabric must be launched before setup (`Fabric._validate_launched`): LAUNCH_SCRIPT (every
+    # strategy but SingleDevice/DataParallel), LAUNCH_SPAWN (the same, and `launch()` needs a function:
+    # a spawning launcher), LAUNCH_NONE, LAUNCH_MACHINE (decided by the machine's devices), None (unknown).
+    launch: object = None
     t: str = "strategy"
 
+
+LAUNCH_SCRIPT = "script"
+LAUNCH_SPAWN = "spawn"
+LAUNCH_NONE = "none"
+LAUNCH_MACHINE = "machine"
 
 WRAPPING = "wrapping"
 SINGLE = "single"

@@ -13,7 +13,7 @@ class Rule:
     summary: str  # one line, for `fabric-lsp rules` and rule docstrings
 
 
-# FAB003's and FAB004's records are the project's own (records/data/ce209f7f268e625f.json and
+# FAB003's, FAB004's, FAB005's and FAB008's records are the project's own (records/data/ce209f7f268e625f.json and
 # 5cc4a68dd37501f7.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
 # of that record's fields. Other runtime paths to a record's root cause (FAB002 under torch FSDP and
 # ModelParallel, FAB004's ValueError for "forward") are in records/paths.json.
@@ -45,6 +45,20 @@ RULES: tuple[Rule, ...] = (
         "5cc4a68dd37501f7",
         'mark_forward_method("x") where x is not a method of the model\'s class (a typo, an attribute, a '
         'property, a staticmethod) raises AttributeError on every strategy; "forward" raises ValueError.',
+    ),
+    Rule(
+        "FAB005",
+        "missing-launch",
+        "232fae503d8e4e1d",
+        "A Fabric whose strategy needs several processes (ddp, fsdp, deepspeed, devices>1, ...) used by setup, "
+        "init_module or a collective before fabric.launch() raises RuntimeError, unless started by `fabric run`.",
+    ),
+    Rule(
+        "FAB008",
+        "launch-misuse",
+        "7affc520177ccdfc",
+        "fabric.launch(train(fabric)) passes the function's result (TypeError: needs to be a callable); "
+        "launch(fn) with fn taking no argument, and launch() without a function under a spawn strategy, raise TypeError.",
     ),
 )
 
