@@ -31,8 +31,10 @@ from fabric_lsp.records.loader import DATA_DIR, PATHS_FILE, load_shipped
 SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # shared/ sits beside the clone
 FAB001_ID, FAB002_ID, FAB003_ID = "af391673c4dd180e", "ac5b68eddc82d846", "ce209f7f268e625f"
 FAB004_ID = "5cc4a68dd37501f7"
-ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID]
-OWN_IDS = [FAB003_ID, FAB004_ID]  # the project's own records (not seeds)
+FAB005_ID = "232fae503d8e4e1d"
+FAB008_ID = "7affc520177ccdfc"
+ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB008_ID]
+OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB008_ID]  # the project's own records (not seeds)
 COMMIT = "9fed5c27d2a62ff0efd6c3573599921d6ff67c14"
 
 # Printed by Lightning 2.6.6 (see test_patterns_match_messages_lightning_prints, which regenerates them).
@@ -89,7 +91,8 @@ def test_shipped_records_load_without_problems():
     assert records.by_id(FAB002_ID).error_class == "TypeError"
     assert records.by_id(FAB004_ID).error_class == "AttributeError"
     assert records.by_id("0000000000000000") is None
-    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004"]
+    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005",
+                                                                    "FAB008"]
     # the other runtime paths of records/paths.json, attached to their records
     assert [p.name for p in records.by_id(FAB002_ID).paths] == ["fsdp", "model_parallel"]
     assert [p.name for p in records.by_id(FAB004_ID).paths] == ["forward"]
@@ -107,6 +110,8 @@ def test_rules_table_names_codes_and_existing_records():
         ("FAB002", "missing-reset-parameters"),
         ("FAB003", "mark-forward-method-bound"),
         ("FAB004", "mark-forward-method-invalid-name"),
+        ("FAB005", "missing-launch"),
+        ("FAB008", "launch-misuse"),
     ]
     assert [rule.record_id for rule in RULES] == ALL_IDS
     for rule in RULES:
@@ -137,9 +142,10 @@ def test_own_records_have_every_seed_field_in_the_seed_order(record_id):
     assert list(document["record"]) == seed_keys
     record = document["record"]
     assert record["schemaVersion"] == 2
+    assert record["filePath"] in ("src/lightning/fabric/wrappers.py", "src/lightning/fabric/fabric.py")
     assert record["analyzedSha"] == COMMIT
     assert record["githubUrl"] == (
-        f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/src/lightning/fabric/wrappers.py"
+        f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/{record['filePath']}"
         f"#L{record['sourceCodeStart']}-L{record['sourceCodeEnd']}"
     )
     # the id convention written in records/rules_table.py
@@ -296,7 +302,7 @@ def test_problem_messages_say_what_is_wrong(tmp_path):
 def test_missing_extra_directory_is_a_problem_not_a_crash(tmp_path):
     records = load_records([str(tmp_path / "nowhere")])
     assert records.problems == (f"{tmp_path / 'nowhere'}: record directory not found",)
-    assert len(records.records) == 4
+    assert len(records.records) == len(ALL_IDS)
 
 
 # --- extend-records ----------------------------------------------------------------------------------
@@ -312,7 +318,7 @@ def test_extra_directory_record_overrides_the_shipped_one_with_the_same_id(tmp_p
 
     assert records.by_code("FAB001")["documentation"] == "Team note: mark generate() right after setup."
     assert records.by_code("FAB001").source == str(path)
-    assert len(records.records) == 4
+    assert len(records.records) == len(ALL_IDS)
     assert records.notices == (f"{path}: record {FAB001_ID} overrides the one from {DATA_DIR / (FAB001_ID + '.json')}",)
     # the cached default set is untouched
     assert default_records().by_code("FAB001")["documentation"] != "Team note: mark generate() right after setup."

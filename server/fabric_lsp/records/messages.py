@@ -27,7 +27,8 @@ PLACEHOLDER_KEYS: dict[str, str] = {
 }
 
 # Known without an occurrence: under a wrapping strategy `wrapped.m` is always a plain function.
-DEFAULT_CONTEXT: dict[str, str] = {"argument_type": "function"}
+# FAB008's spawning strategies are DDPStrategy but for `xla` (XLAStrategy); a finding names its own.
+DEFAULT_CONTEXT: dict[str, str] = {"argument_type": "function", "strategy": "DDPStrategy"}
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.generate(None)
@@ -350,6 +351,7 @@ class LM(nn.Module):
         return {"temperature": self.temperature}
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.config()
 model.parameters()
@@ -389,6 +391,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.generate(None)  # expect: FAB001 error
 model.mark_forward_method("generate")
@@ -444,6 +447,7 @@ def sample(model, x):
     return model.generate(x)  # expect: FAB001 error
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 sample(model, None)
 sample(model.module, None)
@@ -470,7 +474,9 @@ class Decoder(BaseTrainer):
     def run(self, x):
         return self._model.decode(x)  # expect: FAB001 error
 
-trainer = Decoder(Fabric(strategy="ddp"))
+fabric = Fabric(strategy="ddp")
+fabric.launch()
+trainer = Decoder(fabric)
 trainer.prepare(LM())
 trainer.run(None)
 ''',

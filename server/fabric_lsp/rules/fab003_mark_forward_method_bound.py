@@ -101,6 +101,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method(model.module.generate)
@@ -120,6 +121,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method(model.generate)  # expect: FAB003 error
 ''',
