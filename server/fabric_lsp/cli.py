@@ -6,7 +6,8 @@ select/ignore/per-file-ignores/severity/hints/noqa itself; this module only find
 (or standard input), runs the engine (in parallel processes for many files; one group per project
 and configuration), applies fixes and prints a report.
 
-Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or internal error
+Exit status of `check`: 0 nothing at Warning or above, 1 findings (a missing path: an `io-error` entry), 2 usage,
+configuration (config.is_config_error) or internal error
 (`--exit-zero` turns 1 into 0). Notices about files that cannot be checked go to stderr as
 `fabric-lsp: notice: <path>: <reason>` and do not change the status.
 
@@ -44,13 +45,15 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
 
 import fabric_lsp
 from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
+from fabric_lsp.config import (Config, ConfigResolver, expand_codes, is_config_error, load_config,
+                               resolve_interpreter)
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
+from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_line, escape_lines
@@ -641,9 +644,17 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
                 raise UsageError(f"{name}: {bad}") from None
             overrides[option] = codes
     if args.python is not None:
-        python = os.path.abspath(os.path.expanduser(args.python))
-        if not os.path.isfile(python):
-            raise UsageError(f"--python: no interpreter at {python}")
+        # A path, a virtual environment's folder or a name on PATH (as uv's --python); one that
+        # cannot tell its sys.path is a one-line usage error, not a run against the wrong packages.
+        from fabric_lsp.analysis.workspace import interpreter_problem
+
+        try:
+            python = resolve_interpreter(args.python, os.getcwd())
+        except ValueError as missing:
+            raise UsageError(f"--python: {missing}") from None
+        problem = interpreter_problem(python)
+        if problem is not None:
+            raise UsageError(f"--python: {python}: {problem}")
         overrides["python"] = python
     if args.hints:
         overrides["hints"] = True
@@ -900,23 +911,36 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.stdin_filename is not None or args.paths == ["-"]:
         return _check_stdin(args, cwd, configs)
     paths = args.paths or ["."]
-    # As ruff, a path that does not exist is reported and the others are checked; the run then
-    # ends with status 2 (a usage error), whatever the findings.
+    # As ruff's E902, a path that does not exist is an `io-error` entry of the report (every format;
+    # status 1 as for any error) and the others are checked.
     missing = [path for path in paths if not os.path.lexists(path)]
-    for path in missing:
-        _say(f"{PROG}: error: {path}: no such file or directory")
     paths = [path for path in paths if path not in missing]
-    if not paths:
+    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude) \
+        if paths else ([], [])
+    for path in files:  # every settings file of the run read now: a mistake in one stops the run
+        configs.for_path(path)
+    if _say_settings_problems(configs):
         return 2
-    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude)
-    for problem in configs.take_problems():
-        _say(problem)
+    if not files and not missing and not notices:
+        _say(f"{PROG}: warning: No Python files found under the given path(s)")
     _warn_noqa(files, configs, cwd)
     cache = None if args.no_cache else CacheSet(cwd)
-    status = _check_and_report(args, cwd, configs, files, notices, cache)
-    for problem in configs.take_problems():  # settings read late (none so far; said all the same)
+    status = _check_and_report(args, cwd, configs, files, notices, cache,
+                               [missing_path_finding(path) for path in missing])
+    if _say_settings_problems(configs):  # settings read late (none so far; said all the same)
+        return 2
+    return status
+
+
+def _say_settings_problems(configs: ConfigResolver) -> bool:
+    """Say the settings problems found so far; True when one is a mistake in a settings file
+    (config.is_config_error): then, as ruff, the run stops with status 2 rather than check with
+    settings other than those written."""
+    failed = False
+    for problem in configs.take_problems():
         _say(problem)
-    return 2 if missing else status
+        failed = failed or is_config_error(problem)
+    return failed
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -965,8 +989,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     name = args.stdin_filename if args.stdin_filename is not None else "-"
     path = os.path.abspath(name)
     config = configs.for_path(path)
-    for problem in configs.take_problems():
-        _say(problem)
+    if _say_settings_problems(configs):
+        return 2
     limit = byte_limit(path, config.max_file_size)
     data = sys.stdin.buffer.read(limit + 1)
     to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
@@ -1146,7 +1170,10 @@ def _syntax_broken(results) -> set[str]:
     return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
-def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
+def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache,
+                      unread: Sequence[Finding] = ()) -> int:
+    """Check `files`, apply fixes, write the report. `unread`: the `io-error` entries of the paths
+    that could not be read (report/io_error.py), reported with the findings."""
     fixing = args.fix or args.diff
     # Hashed before the analysis: a file that changes at any later point is not fixed.
     checked_digests = {}
@@ -1173,6 +1200,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             failed = True
             _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
+    findings.extend(unread)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
     for note in sorted(analysis_notices):

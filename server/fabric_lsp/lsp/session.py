@@ -23,7 +23,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 import fabric_lsp
-from fabric_lsp.config import Config, apply_settings, load_config
+from fabric_lsp.config import Config, apply_settings, is_config_error, load_config
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import Document, NotebookDocument
 from fabric_lsp.lsp.logs import ClientLogHandler
@@ -89,6 +89,9 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         self._shown: set[str] = set()
         self._configs: dict[tuple[str, str | None, int], tuple[Config, tuple[str, ...]]] = {}
         self._settings_epoch = 0  # part of the config cache key: a stale analysis cannot refill it
+        # The last settings read without a mistake, per settings file's folder: a file saved with a
+        # mistake (broken TOML, an unknown key) leaves them in force, as ruff's server does.
+        self._last_good: dict[str | None, Config] = {}
         self._records: dict[tuple[str, ...], RecordSet] = {}
         self._refresh_handle: asyncio.TimerHandle | None = None
         self._log_handler: ClientLogHandler | None = None
@@ -280,13 +283,19 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         cached = self._configs.get(key)
         if cached is None:
             file_config, problems = load_config(Path(path))
+            if not any(is_config_error(problem) for problem in problems):
+                self._last_good[file_config.root] = file_config
+            elif file_config.root in self._last_good:
+                file_config = self._last_good[file_config.root]
+                problems.append(f"fabric-lsp: the last good settings of {file_config.root} stay in force")
             config = apply_settings(file_config, settings.fields)
             if config.root is None:
                 config = replace(config, root=folder or self.root_path or os.path.dirname(path))
             cached = self._configs[key] = (config, tuple(problems))
         config, problems = cached
         if problems and any(p not in self._shown for p in problems):
-            self._call_in_loop(self.show_once, list(problems))
+            kind = types.MessageType.Error if any(map(is_config_error, problems)) else types.MessageType.Warning
+            self._call_in_loop(self.show_once, list(problems), kind)
         return config, settings
 
     def records_for(self, config: Config) -> RecordSet:
