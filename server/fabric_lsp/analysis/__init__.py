@@ -144,7 +144,11 @@ class FabricFact:
         if not self.uses or self.runs_through_run:
             return None
         site = self.fabric.site
-        home = [u for u in self.uses if u.path == self.fabric.path and _encloses(u.scope, site)]
+        encloses: dict[int, bool] = {}  # per scope, not per use: a file of 3,000 setups walks its body once
+        for use in self.uses:
+            if id(use.scope) not in encloses:
+                encloses[id(use.scope)] = use.path == self.fabric.path and _encloses(use.scope, site)
+        home = [u for u in self.uses if encloses[id(u.scope)]]
         first = (home or self.uses)[0]
         for launch in self.launches:
             if launch.scope is not first.scope or _position(launch.node) < _position(first.node):
