@@ -73,7 +73,7 @@ def test_version(tmp_path):
     "argv, message",
     [
         ([], "a command is required"),
-        (["lint"], "invalid choice: 'lint'"),
+        (["lint"], "unknown command 'lint'"),
         (["check", "--format", "xml"], "invalid choice: 'xml'"),
         (["check", "--bogus"], "unrecognized arguments: --bogus"),
         (["check", "--select", "FAB001,FAB123"], "--select: unknown rule code 'FAB123'"),
@@ -443,7 +443,8 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     assert code == 0
     lines = out.splitlines()
     assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
-    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005", "FAB008"]
+    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005", "FAB006", "FAB007",
+                                                   "FAB008"]
     assert lines[3].split()[1:3] == ["mark-forward-method-invalid-name", "5cc4a68dd37501f7"]
     code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
     assert code == 0

@@ -32,9 +32,11 @@ SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # shared/ 
 FAB001_ID, FAB002_ID, FAB003_ID = "af391673c4dd180e", "ac5b68eddc82d846", "ce209f7f268e625f"
 FAB004_ID = "5cc4a68dd37501f7"
 FAB005_ID = "232fae503d8e4e1d"
+FAB006_ID = "1530a0a419e77f8e"
+FAB007_ID = "aa5948b33c548d53"
 FAB008_ID = "7affc520177ccdfc"
-ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB008_ID]
-OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB008_ID]  # the project's own records (not seeds)
+ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]
+OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]  # the project's own records (not seeds)
 COMMIT = "9fed5c27d2a62ff0efd6c3573599921d6ff67c14"
 
 # Printed by Lightning 2.6.6 (see test_patterns_match_messages_lightning_prints, which regenerates them).
@@ -92,7 +94,7 @@ def test_shipped_records_load_without_problems():
     assert records.by_id(FAB004_ID).error_class == "AttributeError"
     assert records.by_id("0000000000000000") is None
     assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005",
-                                                                    "FAB008"]
+                                                                    "FAB006", "FAB007", "FAB008"]
     # the other runtime paths of records/paths.json, attached to their records
     assert [p.name for p in records.by_id(FAB002_ID).paths] == ["fsdp", "model_parallel"]
     assert [p.name for p in records.by_id(FAB004_ID).paths] == ["forward"]
@@ -111,6 +113,8 @@ def test_rules_table_names_codes_and_existing_records():
         ("FAB003", "mark-forward-method-bound"),
         ("FAB004", "mark-forward-method-invalid-name"),
         ("FAB005", "missing-launch"),
+        ("FAB006", "loss-backward-on-wrapped-output"),
+        ("FAB007", "setup-misuse"),
         ("FAB008", "launch-misuse"),
     ]
     assert [rule.record_id for rule in RULES] == ALL_IDS
@@ -193,6 +197,8 @@ def _installed_lightning_file(relative: str) -> Path:
         (FAB002_ID, "raise TypeError("),
         (FAB003_ID, 'raise TypeError(f"Expected a method or a string, but got: {type(method).__name__}")'),
         (FAB004_ID, "raise AttributeError("),
+        (FAB006_ID, "raise RuntimeError("),
+        (FAB007_ID, 'raise ValueError("A model should be passed only once to the `setup` method.")'),
     ],
 )
 def test_record_source_lines_are_the_installed_lightning_lines(record_id, raise_text):
@@ -209,6 +215,9 @@ def test_record_source_lines_are_the_installed_lightning_lines(record_id, raise_
         (FAB002_ID, "fsdp", "module.reset_parameters()"),
         (FAB002_ID, "model_parallel", "rank_zero_warn("),
         (FAB004_ID, "forward", 'raise ValueError("You cannot mark the forward method itself as a forward method.")'),
+        (FAB007_ID, "no_backward_sync", "raise TypeError("),
+        (FAB007_ID, "dataloaders", 'raise TypeError("Only PyTorch DataLoader are currently supported'),
+        (FAB007_ID, "jointly", "raise RuntimeError("),
     ],
 )
 def test_path_source_lines_are_the_installed_lines(record_id, name, line_text):
@@ -693,7 +702,7 @@ def test_unknown_names_stay_readable_placeholders():
     assert "{" not in text.split("\n\n")[1]  # no raw f-string template in the message block
 
 
-@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004"])
+@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"])
 def test_markdown_has_every_section_and_compilable_python(code):
     record = default_records().by_code(code)
     markdown = render_markdown(record, {"class": "TinyLM", "method": "generate"})
@@ -719,7 +728,7 @@ def test_markdown_message_block_survives_backticks_in_the_message():
     assert message_block.count("```") == 2
 
 
-@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004"])
+@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"])
 def test_text_rendering_has_the_sections_and_the_filled_message(code):
     record = default_records().by_code(code)
     text = render_text(record, {"class": "TinyLM", "method": "generate"})

@@ -749,16 +749,18 @@ class ConfigResolver:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                  overrides_source: str = "command line", trust_workspace: bool = False,
-                 fallback_root: str | None = None, only: Config | None = None) -> None:
-        from fabric_lsp.user_config import load_user_config
+                 fallback_root: str | None = None, only: Config | None = None, isolated: bool = False) -> None:
+        from fabric_lsp.user_config import UserConfig, load_user_config
 
         self._only = only  # one Config for every file, given by the caller
+        # `check --isolated` (ruff's): no settings file and no user config, the defaults and the command line only.
+        self.isolated = isolated
         self.overrides = dict(overrides or {})
         self.config_file = Path(os.path.abspath(config_file)) if config_file is not None else None
         self.overrides_source = overrides_source
         self.trust_workspace = trust_workspace
         self.fallback_root = fallback_root
-        self._user = load_user_config() if only is None else None
+        self._user = (UserConfig(), []) if isolated else (load_user_config() if only is None else None)
         self._files: dict[str, Path | None] = {}  # folder -> its settings file
         self._home = home_folder()
         self._configs: dict[tuple, Config] = {}  # settings file (or none, and trusted) -> Config
@@ -774,6 +776,8 @@ class ConfigResolver:
         return resolver
 
     def _settings_file(self, directory: str) -> Path | None:
+        if self.isolated:
+            return None
         known = self._files.get(directory, False)
         if known is not False:
             return known

@@ -6,15 +6,19 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     Every ``root/<name>.py`` and ``root/<name>/main.py`` (sorted by name). ``Case`` has ``name``,
     ``path`` (the file or the directory), ``entry`` (the file that is run), ``files`` (relative POSIX
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
-    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls)``, ``line`` 1-based, ``cls``
-    the ``class=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
-    comment block of the entry, else None), ``libs`` (``# ground-truth: libs`` there: the case imports the
-    pinned libraries and runs with their interpreter, ``support.libs.libs_python()``) and ``label_errors``
-    (malformed labels and markers; they are problems).
+    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls, run)``, ``line`` 1-based,
+    ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from
+    ``# ground-truth: skip <reason>`` in the leading comment block of the entry, else None), ``libs``
+    (``# ground-truth: libs`` there: the case imports the pinned libraries and runs with their interpreter,
+    ``support.libs.libs_python()``), ``label_errors`` (malformed labels and markers; they are problems) and
+    ``reinitialised`` (from ``# ground-truth: reinitialised <reason>``: the program gives its meta-device
+    model's weights values after setup and checks them, so ModelParallel's warning is no finding when the
+    run exits 0, and the ``"ddp"`` mode does not apply).
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
-    labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
+    labels or an error/hint label (or a ``run=plain`` warning), ``"ddp"`` when it has no labels or a
+    warning/hint label without ``run=``.
 
 ``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
     Copies the case to a temporary directory and runs its entry there with the current interpreter (a
@@ -30,7 +34,9 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     when ``w`` contains a call), FAB003
     ``mark_forward_method(w.m)`` / ``mark_forward_method(Cls.m)`` -> ``mark_forward_method("m")``,
     FAB004 ``w.mark_forward_method("x")`` -> ``None`` (the invalid mark is dropped; the call must sit on
-    one line). FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
+    one line), FAB006 ``loss.backward(...)`` -> ``fabric.backward(loss, ...)`` (one line; the Fabric is named
+    ``fabric`` there), FAB007 a second ``setup(model)`` -> ``model``, ``no_backward_sync(m)`` -> a null context,
+    ``setup_dataloaders([a, b])`` -> ``setup_dataloaders(a, b)``, ``setup_dataloaders(ds)`` -> ``(DataLoader(ds))``. FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
     FAB002 case one failing class (labels that name the same class count as one).
     FAB002 is raised as the record's TypeError (``_materialize_meta_tensors``) or as torch FSDP's
     ``AttributeError: 'X' object has no attribute 'reset_parameters'`` (only when the traceback passes
@@ -43,7 +49,7 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``[]`` when the runs match the protocol for ``mode``; otherwise readable sentences (with the tail
     of stderr) so a test can ``assert ... == []``. In ``"plain"`` error labels must fire, warning
     labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
-    may. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
+    may. A ``run=plain`` warning label must fire in ``"plain"`` and may in ``"ddp"``. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
     ModelParallel warning naming a class that no FAB002 label names (even when the run exits 0). The
     warning proves the FAB002 labels of the classes it names, with the same must/may table.
 
@@ -107,6 +113,19 @@ RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
         ),
         ("ValueError", re.compile(r"You cannot mark the forward method itself as a forward method")),
     ),
+    # lightning.fabric.wrappers._backward_hook, raised from inside `loss.backward()` (the labelled line)
+    "FAB007": (
+        ("ValueError", re.compile(r"A model should be passed only once to the `(?P<method>setup|setup_module)` method")),
+        ("TypeError", re.compile(r"You need to set up the model first before you can call `fabric\.no_backward_sync\(\)`")),
+        ("TypeError", re.compile(r"Only PyTorch DataLoader are currently supported in `setup_dataloaders`")),
+        ("RuntimeError", re.compile(r"requires the model and optimizer\(s\) to be set up jointly")),
+    ),
+    "FAB006": (
+        (
+            "RuntimeError",
+            re.compile(r"The current strategy and precision selection requires you to call `fabric\.backward\(loss\)`"),
+        ),
+    ),
     # Fabric._validate_launched (setup, setup_module, init_module, barrier, ... before launch())
     "FAB005": (
         (
@@ -149,9 +168,14 @@ _SCRUBBED_ENV_NAMES = {
 }
 
 _LABEL_RE = re.compile(
-    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?\s*$"
+    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?"
+    r"(?:\s+run=(?P<run>[a-z]+))?\s*$"
 )
 _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
+# The program gives its meta-device model's weights values after Fabric's setup (and checks them):
+# ModelParallel's "Parameter initialization incomplete" is then no finding, and LT_STRATEGY=ddp,
+# under which nothing materializes the meta-device model, does not apply.
+_REINITIALISED_RE = re.compile(r"^#\s*ground-truth:\s*reinitialised\s+(?P<reason>\S.*)$")
 _LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
 # `# ground-truth: fabric-run`: the case is a script written for the `fabric run` CLI (it never calls
 # launch()); it is started the way that command starts it (lightning.fabric.cli.main: LT_CLI_USED=1 and
@@ -173,10 +197,14 @@ class Label:
     code: str
     severity: str
     cls: str | None = None
+    # "plain": a warning proven by the plain run: certain for the stated strategy but no exception
+    # (ModelParallel's "Parameter initialization incomplete"), which LT_STRATEGY=ddp would replace.
+    run: str | None = None
 
     def __str__(self) -> str:
         cls = f" class={self.cls}" if self.cls else ""
-        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}"
+        run = f" run={self.run}" if self.run else ""
+        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}{run}"
 
 
 @dataclass(frozen=True)
@@ -189,6 +217,7 @@ class Case:
     skip_reason: str | None = None
     label_errors: tuple[str, ...] = ()
     libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
+    reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
     fabric_run: bool = False  # `# ground-truth: fabric-run`: started by Lightning's `fabric run` (a trap)
 
     @property
@@ -291,17 +320,22 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         errors += file_errors
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
     needs_libs = _parse_libs(entry.read_text(encoding="utf-8"))
+    reinitialised = _parse_skip(entry.read_text(encoding="utf-8"), _REINITIALISED_RE)
     fabric_run = _parse_libs(entry.read_text(encoding="utf-8"), _FABRIC_RUN_RE)
     if fabric_run and labels:
         errors.append("a '# ground-truth: fabric-run' case is a trap: it must have no labels")
-    for marker, present in (("skip", skip_reason is not None), ("libs", needs_libs), ("fabric-run", fabric_run)):
+    for marker, present in (
+        ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None),
+        ("fabric-run", fabric_run),
+    ):
         markers = sum(
             len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
             for rel in files
         )
         if markers > present:
             errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, fabric_run)
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised,
+                fabric_run=fabric_run)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -322,9 +356,9 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         where = f"{rel}:{line}"
         m = _LABEL_RE.match(tok.string)
         if not m:
-            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME]')")
+            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME] [run=plain]')")
             continue
-        code, severity, cls = m["code"], m["severity"], m["cls"]
+        code, severity, cls, run = m["code"], m["severity"], m["cls"], m["run"]
         if code not in RULE_EXCEPTIONS:
             errors.append(f"{where}: unknown rule code {code}")
         if severity not in SEVERITIES:
@@ -337,26 +371,29 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
             errors.append(f"{where}: FAB002 label needs class=NAME unless the line is a class statement")
         if cls is not None and code != "FAB002":
             errors.append(f"{where}: class= is only meaningful for FAB002")
+        if run is not None and (run != "plain" or severity != "warning" or code != "FAB002"):
+            errors.append(f"{where}: run=plain is only for a FAB002 warning proven by ModelParallel's warning in the plain run")
         seen_lines.add(line)
-        labels.append(Label(rel, line, code, severity, cls))
+        labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _FABRIC_RUN_RE.match(tok.string)):
+            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)
+                    or _FABRIC_RUN_RE.match(tok.string)):
                 errors.append(
-                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>' or"
-                    " '# ground-truth: libs')"
+                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>',"
+                    " '# ground-truth: libs', '# ground-truth: reinitialised <reason>' or '# ground-truth: fabric-run')"
                 )
     return labels, errors
 
 
-def _parse_skip(entry_source: str) -> str | None:
+def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str | None:
     for raw in entry_source.splitlines():
         line = raw.strip()
         if not line:
             continue
         if not line.startswith("#"):
             return None  # only the leading comment block counts
-        m = _SKIP_RE.match(line)
+        m = pattern.match(line)
         if m:
             return m["reason"].strip()
     return None
@@ -386,13 +423,26 @@ def label_class(case: Case, label: Label) -> str | None:
 
 
 def applicable_modes(case: Case) -> list[str]:
-    severities = {label.severity for label in case.labels}
+    proofs = {_proof(label) for label in case.labels}
     modes = []
-    if not severities or severities & {"error", "hint"}:
+    if not proofs or proofs & {"error", "hint", "plain"}:
         modes.append("plain")
-    if not severities or severities & {"warning", "hint"}:
+    if (not proofs or proofs & {"warning", "hint"}) and case.reinitialised is None:
         modes.append("ddp")
     return modes
+
+
+def _proof(label: Label) -> str:
+    """How a label is proven: by its severity's row of the README table, or by the run it names."""
+    return label.run or label.severity
+
+
+def _must_fire(label: Label, mode: str) -> bool:
+    return mode == label.run if label.run else label.severity in _MUST_FIRE[mode]
+
+
+def _may_fire(label: Label, mode: str) -> bool:
+    return mode != label.run if label.run else label.severity in _MAY_FIRE[mode]
 
 
 # --------------------------------------------------------------------------- running
@@ -723,6 +773,46 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
             and node.func.attr == "mark_forward_method"
             and node.lineno == node.end_lineno == label.line
         ]
+    elif label.code == "FAB006":
+        # x.backward(args) -> fabric.backward(x, args) (the call on one line; the case names its Fabric `fabric`
+        # where it calls backward, as fixtures/README.md asks).
+        lines = source.splitlines(keepends=True)
+        points = []
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"
+                and node.lineno == node.end_lineno == label.line
+            ):
+                raw = lines[node.lineno - 1].encode("utf-8")
+                text = lambda n: raw[n.col_offset : n.end_col_offset].decode("utf-8")  # noqa: E731
+                arguments = [text(node.func.value)] + [text(a) for a in node.args]
+                arguments += [f"{k.arg}={text(k.value)}" for k in node.keywords]
+                points.append((node.lineno, (node.col_offset, node.end_col_offset), f"fabric.backward({', '.join(arguments)})"))
+    elif label.code == "FAB007":
+        # The call Lightning refused, on the labelled line: a second setup -> its argument; no_backward_sync ->
+        # a null context; setup_dataloaders([a, b]) -> (a, b) spread; setup_dataloaders(ds) -> DataLoader(ds).
+        lines = source.splitlines(keepends=True)
+        points = []
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.lineno == label.line
+                    and node.end_lineno == label.line):
+                continue
+            raw = lines[node.lineno - 1].encode("utf-8")
+            text = lambda n: raw[n.col_offset : n.end_col_offset].decode("utf-8")  # noqa: E731
+            span = (node.col_offset, node.end_col_offset)
+            if node.func.attr in ("setup", "setup_module") and node.args:
+                points.append((node.lineno, span, text(node.args[0])))
+            elif node.func.attr == "no_backward_sync":
+                points.append((node.lineno, span, '__import__("contextlib").nullcontext()'))
+            elif node.func.attr == "setup_dataloaders" and len(node.args) == 1:
+                argument = node.args[0]
+                if isinstance(argument, (ast.List, ast.Tuple)):
+                    inner = ", ".join(text(e) for e in argument.elts)
+                else:
+                    inner = f'__import__("torch").utils.data.DataLoader({text(argument)})'
+                points.append((node.lineno, (argument.col_offset, argument.end_col_offset), inner))
     elif label.code == "FAB005":
         points = _launch_after_constructor(tree, source, label)
     elif label.code == "FAB008":
@@ -789,8 +879,8 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         return problems + [f"unknown mode {mode!r}"]
     if mode not in applicable_modes(case):
         problems.append(f"mode {mode!r} does not apply to this case (labels: {[str(l) for l in case.labels]})")
-    must = {l for l in case.labels if l.severity in _MUST_FIRE[mode]}
-    may = {l for l in case.labels if l.severity in _MAY_FIRE[mode]}
+    must = {l for l in case.labels if _must_fire(l, mode)}
+    may = {l for l in case.labels if _may_fire(l, mode)}
     proven: set[Label] = set()
     env = " ".join(f"{k}={v}" for k, v in result.extra_env.items()) or "no extra env"
     for index, step in enumerate(result.steps):
@@ -800,8 +890,9 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         if step.timed_out:
             problems.append(f"{run} {step.describe()}" + _tail(step))
             break
-        if step.warned:
-            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md).
+        if step.warned and not (case.reinitialised and step.returncode == 0):
+            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md),
+            # unless the program gives the weights values after setup and its own checks pass.
             unlabelled = [c for c in step.warned if not any(label_class(case, l) == c for l in step.warned_hit)]
             if unlabelled:
                 problems.append(

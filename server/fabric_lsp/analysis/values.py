@@ -90,6 +90,11 @@ class Strategy(NamedTuple):
     kind: str  # WRAPPING | SINGLE | UNKNOWN_STRATEGY
     description: str  # 'strategy="ddp"', 'devices=2', 'a strategy chosen at run time (strategy=args.strategy)'
     materializes: object  # True / False / None (unknown): does setup materialize meta tensors (FSDP, ModelParallel)
+    # How setup materializes: "fsdp" (torch FSDP: raises without reset_parameters), "model_parallel"
+    # (warns, leaves uninitialised memory), "mixed" (a run-time choice between them, or between one
+    # of them and a strategy that does not materialize), None (it does not, or it cannot be told).
+    how: object = None
+    when: str = ""  # for a Fabric made in one case of a split: "when `args.distributed` is true"
     # Whether Fabric must be launched before setup (`Fabric._validate_launched`): LAUNCH_SCRIPT (every
     # strategy but SingleDevice/DataParallel), LAUNCH_SPAWN (the same, and `launch()` needs a function:
     # a spawning launcher), LAUNCH_NONE, LAUNCH_MACHINE (decided by the machine's devices), None (unknown).
@@ -116,6 +121,9 @@ class FabricValue(NamedTuple):
     path: str | None
     cls: object = None
     origin: str | None = None
+    # Made in one case of a split scope (flow.py): (condition node, outcome); its arguments are kept
+    # per case, so that `strategy` chosen by the same flag as the meta device stays with it.
+    variant: object = None
     t: str = "fabricvalue"
 
 
@@ -125,7 +133,20 @@ class Wrapped(NamedTuple):
 
     site: object
     path: str
+    # The cases (flow.py: a split scope's flag, a loop over literal keys) it was set up in: the model
+    # given to setup in that case is kept apart (`{"actor": ..., "critic": ...}` set up one by one).
+    variant: object = None
     t: str = "wrapped"
+
+
+class Output(NamedTuple):
+    """What calling a Fabric-wrapped model returned (`wrapped(x)`, `wrapped.forward(x)`), or a value
+    computed from it (`out.logits`, `out[0]`, `out.sum()`, `out * 2`, `F.cross_entropy(out, y)`): the
+    tensors `_FabricModule.forward` registered its backward hook on flow into it. It always travels
+    with UNKNOWN (what the value is otherwise is not known), so no other question becomes known by it."""
+
+    wrapped: Wrapped
+    t: str = "output"
 
 
 class WrappedMethod(NamedTuple):

@@ -16,7 +16,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from lsprotocol import types
 from pygls.io_ import StdinAsyncReader, StdoutWriter
@@ -36,8 +36,10 @@ from fabric_lsp.lsp.scheduling import (
 )
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
 from fabric_lsp.lsp.transport import TokenGate, failure_delay, read_first_frame, read_frames
-from fabric_lsp.records import RecordSet, load_records
 from fabric_lsp.report.escape import escape_controls
+
+if TYPE_CHECKING:
+    from fabric_lsp.records import RecordSet
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -166,6 +168,13 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
             nonlocal gate
             gate = TokenGate(token)
             self._server = await asyncio.start_server(connection, host, port)
+            # Where the client is to connect (port 0: the one the system chose), as `ruff server` and
+            # other servers say it; stderr is the log, stdout stays unused.
+            for listening in self._server.sockets:
+                address, bound_port = listening.getsockname()[:2]
+                shown = f"[{address}]" if ":" in address else address
+                sys.stderr.write(f"fabric-lsp: serve: listening on {shown}:{bound_port}\n")
+            sys.stderr.flush()
             async with self._server:
                 await self._server.serve_forever()
 
@@ -302,6 +311,8 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         key = tuple(config.extend_records)
         records = self._records.get(key)
         if records is None:
+            from fabric_lsp.records import load_records  # the loader loads on first use (issue 29)
+
             records = self._records[key] = load_records(key)
             lines = [f"fabric-lsp: records: {p}" for p in (*records.problems, *records.notices)]
             if lines:

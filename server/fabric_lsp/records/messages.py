@@ -24,6 +24,7 @@ PLACEHOLDER_KEYS: dict[str, str] = {
     "type(method).__name__": "argument_type",  # FAB003
     "function": "function",  # FAB008: what `launch` was given
     "type(self.strategy).__name__": "strategy",  # FAB008 under a spawning strategy
+    "type(self._strategy).__name__": "strategy",  # FAB007 (setup_optimizers under DeepSpeed/XLA)
 }
 
 # Known without an occurrence: under a wrapping strategy `wrapped.m` is always a plain function.

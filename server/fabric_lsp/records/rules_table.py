@@ -13,8 +13,9 @@ class Rule:
     summary: str  # one line, for `fabric-lsp rules` and rule docstrings
 
 
-# FAB003's, FAB004's, FAB005's and FAB008's records are the project's own (records/data/ce209f7f268e625f.json and
-# 5cc4a68dd37501f7.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
+# FAB003's, FAB004's, FAB005's, FAB006's, FAB007's and FAB008's records are the project's own (records/data/
+# ce209f7f268e625f.json, 5cc4a68dd37501f7.json, 232fae503d8e4e1d.json, 1530a0a419e77f8e.json, ...). Their ids
+# follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
 # of that record's fields. Other runtime paths to a record's root cause (FAB002 under torch FSDP and
 # ModelParallel, FAB004's ValueError for "forward") are in records/paths.json.
 RULES: tuple[Rule, ...] = (
@@ -52,6 +53,21 @@ RULES: tuple[Rule, ...] = (
         "232fae503d8e4e1d",
         "A Fabric whose strategy needs several processes (ddp, fsdp, deepspeed, devices>1, ...) used by setup, "
         "init_module or a collective before fabric.launch() raises RuntimeError, unless started by `fabric run`.",
+    ),
+    Rule(
+        "FAB006",
+        "loss-backward-on-wrapped-output",
+        "1530a0a419e77f8e",
+        "loss.backward() on a loss computed from a Fabric-wrapped model's output raises RuntimeError under mixed "
+        "precision, FSDP or DeepSpeed (Lightning's backward hook); call fabric.backward(loss).",
+    ),
+    Rule(
+        "FAB007",
+        "setup-misuse",
+        "aa5948b33c548d53",
+        "Fabric's setup API refused before anything runs: a model set up twice (ValueError), no_backward_sync on "
+        "a model never set up, setup_dataloaders with a list or Dataset (TypeError), setup_optimizers under "
+        "DeepSpeed/XLA (RuntimeError).",
     ),
     Rule(
         "FAB008",
