@@ -52,7 +52,7 @@ def _finding(facts: ProgramFacts, fabric: FabricFact, launch: FabricUse) -> Find
                      "with a function that contains the code to launch in processes.\"; pass the training function "
                      "(`launch(train)`) or use strategy=\"ddp\""),
             record_id=record_id(CODE), related=_related(facts, fabric), fix=_script_strategy(facts, fabric),
-            context={"case": "spawn", "strategy": strategy},
+            context={"case": "spawn", "spawn_strategy": strategy},
         )
     if isinstance(argument, ast.Call):
         return _called(facts, fabric, launch, source, receiver, argument)
