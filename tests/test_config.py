@@ -136,7 +136,7 @@ def test_bad_override_keeps_the_files_value(tmp_path):
         ("max-file-size = true", "max-file-size", "expected a positive number of bytes, got boolean True"),
         ("colour = true", "colour", "unknown key (known keys: select, ignore, severity, python, exclude, "
          "extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, per-file-ignores, "
-         "extend-exclude, respect-gitignore)"),
+         "extend-exclude, respect-gitignore, docs-url)"),
         ("selct = []", "selct", 'unknown key (did you mean "select"?)'),
     ],
 )

@@ -429,7 +429,7 @@ def render_rule_page(code: str, records: RecordSet | None = None) -> str:
     text, findings, fixed = _checked_example(rule)
     context = dict(findings[0].context) if findings else None
     reported = "\n".join(
-        f"- line {f.span.start.line + 1}, {f.severity.value}: {_sentence(f.message)}"
+        f"- line {f.span.start.line + 1}, {f.severity.value}: {_sentence(f.one_line_message)}"
         + (f" Fix ({f.fix.applicability.value}): {_sentence(f.fix.title)}" if f.fix else "")
         for f in findings
     )

@@ -25,7 +25,7 @@ _KIND_WORDS = {
     "missing": "does not exist",
     "attribute": "is an attribute, not a method",
     "property": "is a property, not a method",
-    "staticmethod": "is a staticmethod (a plain function, not a bound method)",
+    "staticmethod": "is a staticmethod, not a bound method",
 }
 
 
@@ -47,10 +47,8 @@ def _forward(facts: ProgramFacts, mark: MarkFact) -> Finding:
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(mark.argument),
-        message=(
-            '`mark_forward_method("forward")` raises ValueError "You cannot mark the forward method itself '
-            'as a forward method." on every strategy: `forward` already goes through the strategy'
-        ),
+        message='`mark_forward_method("forward")` marks `forward` itself, which already goes through the strategy',
+        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',),
         record_id=record_id(CODE),
         related=_related(facts, mark),
         # `forward` already runs through the strategy: the mark asks for nothing that is not there.
@@ -78,12 +76,10 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
     class_name = path.cls.name
     suggestion, searched = _closest_method(facts, path.cls, name)
     some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
-    message = (
-        f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
-        f'it raises AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
-        f'exist or is not a method." on every strategy{some}'
-        + (f'; did you mean "{suggestion}"?' if suggestion else "")
-    )
+    # Headline: what is wrong; notes: the runtime error, the closest method.
+    message = f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
+    notes = (f'AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
+             f'exist or is not a method." on every strategy{some}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
     fix = None
     if severity == Severity.ERROR and not suggestion and searched:
         # Every class that reaches the mark raises: removing it only removes the error, but the author
@@ -108,6 +104,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
         related=_related(facts, mark),
         fix=fix,
         context={"class": class_name, "method": name, "error": "AttributeError"},
+        notes=notes,
     )
 
 
