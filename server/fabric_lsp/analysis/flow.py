@@ -45,6 +45,10 @@ from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attr
 from fabric_lsp.analysis.torch_tables import tables
 from fabric_lsp.analysis.values import (
     JUST_UNKNOWN,
+    LAUNCH_MACHINE,
+    LAUNCH_NONE,
+    LAUNCH_SCRIPT,
+    LAUNCH_SPAWN,
     Unknown,
     NOTHING,
     SINGLE,
@@ -1755,7 +1759,7 @@ class Solver:
             if found and owner is None:
                 return frozenset(found)
         if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders",
-                    "no_backward_sync"):
+                    "no_backward_sync") or name in LAUNCH_CHECKED_METHODS:
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -2487,6 +2491,15 @@ class Solver:
 
     def _fabric_call(self, fabric: FabricValue, method: str, call: "_Call") -> frozenset:
         frame = call.frame
+        if method in LAUNCH_CHECKED_METHODS:
+            self._event("fabric_use", call, fabric=fabric, method=method)
+        if method == "launch":
+            node = call.node if isinstance(call.node, ast.Call) else None
+            argument = None
+            if node is not None:
+                argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "function"), None)
+            self._event("launch", call, fabric=fabric, functions=call.positional(0) | call.keyword("function"),
+                        argument=argument)
         if method in ("setup", "setup_module"):
             site = call.node
             self._setup_sites.add(site)
@@ -2788,14 +2801,16 @@ class Solver:
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
         how = _merged_how(alternatives)
+        launch = _merged_launch(alternatives)
         shown = texts.get("strategy") or " or ".join(
             json.dumps(v.value) if isinstance(v, Const) else "..." for v in sorted(strategy_values, key=_sort_key))
         described = f"strategy={shown}"
         if kinds == {WRAPPING}:
-            return Strategy(WRAPPING, described, merged_materializes, how)
+            return Strategy(WRAPPING, described, merged_materializes, how, launch=launch)
         if kinds == {SINGLE}:
-            return Strategy(SINGLE, described, merged_materializes, how)
-        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how)
+            return Strategy(SINGLE, described, merged_materializes, how, launch=launch)
+        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how,
+                        launch=launch)
 
     def empty_init(self, init_call: ast.AST | None, variant=None):
         """True, False or "maybe": what `init_module(empty_init=...)` was given (after the solve)."""
@@ -2827,10 +2842,11 @@ class Solver:
         how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
         if named != "auto":
             wraps = tables().strategy_wraps(named)
+            launch = _launch_of(named, keywords.get("accelerator"))
             if wraps is True:
-                return Strategy(WRAPPING, described, materializes, how)
+                return Strategy(WRAPPING, described, materializes, how, launch=launch)
             if wraps is False:
-                return Strategy(SINGLE, described, materializes, how)
+                return Strategy(SINGLE, described, materializes, how, launch=launch)
             return Strategy(UNKNOWN_STRATEGY, described or f"strategy {named!r}", None)
         devices = keywords.get("devices")
         accelerator = keywords.get("accelerator")
@@ -2840,19 +2856,19 @@ class Solver:
             return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes', '...')} chosen at run time", None)
         if max(node_counts) > 1:
             if min(node_counts) > 1:
-                return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False)
+                return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False, launch=LAUNCH_SCRIPT)
             return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes')}", False)
         counts = self._device_counts(devices, accelerator, node, texts)
         if counts is None or None in counts:
             described = f"devices={texts['devices']}" if "devices" in texts else "devices chosen by the machine (devices=\"auto\")"
-            return Strategy(UNKNOWN_STRATEGY, described, None)
+            return Strategy(UNKNOWN_STRATEGY, described, None, launch=None if "devices" in texts else LAUNCH_MACHINE)
         if min(counts) > 1:
-            return Strategy(WRAPPING, f"devices={texts.get('devices')}", False)
+            return Strategy(WRAPPING, f"devices={texts.get('devices')}", False, launch=LAUNCH_SCRIPT)
         if max(counts) > 1:
             return Strategy(UNKNOWN_STRATEGY, f"devices={texts.get('devices')} chosen at run time", False)
         shown = ", ".join(f"{k}={_shown(k, texts, keywords)}" for k in ("accelerator", "devices", "strategy")
                           if _shown(k, texts, keywords)) or "Fabric()"
-        return Strategy(SINGLE, shown, False)
+        return Strategy(SINGLE, shown, False, launch=LAUNCH_NONE)
 
     def _device_counts(self, devices, accelerator, node, texts) -> set | None:
         cpu = accelerator is not None and accelerator == frozenset({const("cpu")})
@@ -2965,7 +2981,12 @@ def library_defines(qualified: str, name: str) -> bool:
 
 
 _EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward", "setup_again",
-                             "setup_dataloaders", "no_backward_sync", "setup_optimizers"))
+                             "setup_dataloaders", "no_backward_sync", "setup_optimizers", "fabric_use", "launch"))
+# Fabric methods that call `Fabric._validate_launched()` first (Lightning 2.6.6, lightning/fabric/fabric.py).
+LAUNCH_CHECKED_METHODS = frozenset((
+    "setup", "setup_module", "setup_optimizers", "setup_dataloaders", "init_module", "barrier", "broadcast",
+    "all_gather", "all_reduce", "sharded_model",
+))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
@@ -3025,9 +3046,40 @@ def _combined(strategies: list[Strategy]) -> Strategy:
     merged = materializes.pop() if len(materializes) == 1 else None
     how = _merged_how(strategies)
     description = " or ".join(dict.fromkeys(s.description for s in strategies))
+    launch = _merged_launch(strategies)
     if len(kinds) == 1:
-        return Strategy(kinds.pop(), description, merged, how)
-    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how)
+        return Strategy(kinds.pop(), description, merged, how, launch=launch)
+    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how, launch=launch)
+
+
+def _merged_launch(strategies: list[Strategy]):
+    """The launch need shared by every alternative; None (unknown) when they differ."""
+    launches = {s.launch for s in strategies}
+    return launches.pop() if len(launches) == 1 else None
+
+
+# Strategies that need `launch()` (Fabric._validate_launched refuses all but these two classes), and the
+# registry keys whose launcher spawns or forks processes (_MultiProcessingLauncher, _XLALauncher): their
+# `launch()` needs the function to run in the new processes.
+_NO_LAUNCH_CLASSES = frozenset(("SingleDeviceStrategy", "SingleDeviceXLAStrategy", "SingleTPUStrategy"))
+_SPAWNING_KEYS = frozenset(("ddp_spawn", "ddp_fork", "ddp_notebook", "xla", "xla_fsdp"))
+
+
+def _launch_of(named: str, accelerator: frozenset | None):
+    """What `strategy=<named>` (a registry key or a strategy class name) needs before setup."""
+    facts = tables().strategy(named)
+    if facts is None or facts.wraps_module is None:
+        return None  # unknown, or a base class: a subclass decides
+    if facts.name in _NO_LAUNCH_CLASSES:
+        return LAUNCH_NONE
+    if facts.name == "DataParallelStrategy":
+        # "dp" on a CPU falls back to "ddp" (_Connector._check_strategy_and_fallback); on GPUs it is DP.
+        if accelerator == frozenset({const("cpu")}):
+            return LAUNCH_SCRIPT
+        if accelerator is not None and accelerator <= {const("cuda"), const("gpu")}:
+            return LAUNCH_NONE
+        return LAUNCH_MACHINE
+    return LAUNCH_SPAWN if named.lower() in _SPAWNING_KEYS else LAUNCH_SCRIPT
 
 
 def _merged_how(strategies: list[Strategy]) -> object:

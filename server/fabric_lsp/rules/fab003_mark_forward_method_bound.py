@@ -100,6 +100,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method(model.module.generate)
@@ -119,6 +120,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method(model.generate)  # expect: FAB003 error
 ''',
