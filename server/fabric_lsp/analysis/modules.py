@@ -193,17 +193,21 @@ class ModuleAnalyzer:
             if isinstance(definition, ast.Name) and isinstance(owner, ClassInfo) and definition.id in owner.methods():
                 return self.runs_module(owner, definition.id, depth + 1)  # `decode = _greedy`
             return RunsModule(True, f"`{name}` is an alias whose body was not followed", certain=False)
-        key = (id(definition), name)
+        # An inherited method's `self.m(...)` is the receiver's `m` (a template method whose step only the
+        # subclass implements): the verdict is per receiver class when it is not the defining one.
+        receiver = cls if isinstance(cls, ClassInfo) and cls is not owner else None
+        key = (id(definition), name, id(receiver.node) if receiver is not None else None)
         if key in self._runs:
             return self._runs[key]
         if depth > MAX_DEPTH:
             return RunsModule(True, "call chain too deep to follow", certain=False)
         self._runs[key] = RunsModule(False, "recursive call")  # cycle guard
-        verdict = self._body_runs_module(owner, definition, depth)
+        verdict = self._body_runs_module(owner, definition, depth, receiver)
         self._runs[key] = verdict
         return verdict
 
-    def _body_runs_module(self, cls: ClassInfo, function: FunctionNode, depth: int) -> RunsModule:
+    def _body_runs_module(self, cls: ClassInfo, function: FunctionNode, depth: int,
+                          receiver: ClassInfo | None = None) -> RunsModule:
         kinds, classes = self.attribute_kinds(cls)
         self_name = function.args.args[0].arg if function.args.args else "self"
         if decorator_kind(function) == "classmethod":
@@ -232,7 +236,7 @@ class ModuleAnalyzer:
                     if inner.runs:
                         return RunsModule(True, f"calls `self.{attribute}(...)` (bound to `self.{alias}`), which {inner.reason}", inner.certain)
                     continue
-                verdict = self._self_attribute_call(cls, attribute, kinds, depth)
+                verdict = self._self_attribute_call(cls, attribute, kinds, depth, receiver)
                 if verdict is not None:
                     return verdict
                 continue
@@ -276,9 +280,17 @@ class ModuleAnalyzer:
                         return RunsModule(True, f"runs `{self_name}.{child}` through `{qualified}`")
         return RunsModule(False, "runs no module")
 
-    def _self_attribute_call(self, cls: ClassInfo, attribute: str, kinds: dict[str, str], depth: int) -> RunsModule | None:
-        """`self.attribute(...)`: a method (followed), a child module, or something else."""
-        owner, definition = self.resolver.find_attribute(cls, attribute)
+    def _self_attribute_call(self, cls: ClassInfo, attribute: str, kinds: dict[str, str], depth: int,
+                             receiver: ClassInfo | None = None) -> RunsModule | None:
+        """`self.attribute(...)`: a method (followed), a child module, or something else. A method is
+        looked up on the receiver's class first (it may override or implement the defining class's)."""
+        owner, definition = None, None
+        if receiver is not None:
+            owner, definition = self.resolver.find_attribute(receiver, attribute)
+            if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                owner, definition = None, None
+        if owner is None:
+            owner, definition = self.resolver.find_attribute(cls, attribute)
         if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if decorator_kind(definition) == "property":
                 return None
