@@ -8,11 +8,13 @@ rules read: calls of methods on wrapped models with every way a wrapped model re
 from __future__ import annotations
 
 import ast
+import os
 import logging
 import re
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.launch_docs import launch_documents
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
 from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key
 from fabric_lsp.analysis.libraries import models as library_models
@@ -178,7 +180,9 @@ class FabricFact:
     uses: list[FabricUse]  # calls that need it launched, in program order
     launches: list[FabricUse]
     runs_through_run: bool  # a Fabric subclass that overrides `run()`: Fabric launches `run` itself
-    cli_stated: bool  # the constructor's file names `fabric run` (or `lightning run model`): started by the CLI
+    # The constructor's file, or the project's README/docs/shell scripts, name `fabric run` (or `lightning run
+    # model`) with this script: started by the CLI. None: the project starts other scripts so (a hint here).
+    cli_stated: bool | None
     strategy_class: str | None = None  # Lightning's class for a literal `strategy="..."` (`DDPStrategy`)
 
     def first_unlaunched_use(self) -> FabricUse | None:
@@ -354,6 +358,8 @@ def _fabrics(facts: ProgramFacts, events: list[Event]) -> None:
         if fact is None:
             source = facts.source(fabric.path) if fabric.path else None
             cli = bool(source is not None and _CLI_STATED.search(source.text))
+            if not cli and fabric.path:
+                cli = _documented_cli(facts, fabric.path)
             fact = by_site[id(fabric.site)] = FabricFact(fabric, facts.strategy(fabric), [], [],
                                                           _overrides_run(facts, fabric), cli,
                                                           _strategy_class(fabric.site))
@@ -364,6 +370,22 @@ def _fabrics(facts: ProgramFacts, events: list[Event]) -> None:
         for uses in (fact.uses, fact.launches):
             uses.sort(key=lambda u: (u.path, _position(u.node)))
     facts.fabrics = sorted(by_site.values(), key=lambda f: (f.fabric.path or "", _position(f.fabric.site)))
+
+
+def _documented_cli(facts: ProgramFacts, path: str) -> bool | None:
+    """True when the project's README, docs or shell scripts start this script with `fabric run` /
+    `lightning run model`; None (a hint, not a warning) when they start other scripts so and not this one."""
+    program = facts.program
+    root = getattr(program, "root", None)
+    if not root:
+        return False
+    documents = launch_documents(root)
+    note = getattr(program, "note_outside_reads", None)
+    if note is not None:
+        note(documents.read)  # the findings cache checks them: an edit of the README is seen
+    if os.path.basename(path) in documents.scripts:
+        return True
+    return None if documents.any_command else False
 
 
 def _strategy_class(site: ast.AST) -> str | None:

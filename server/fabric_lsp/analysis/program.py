@@ -254,6 +254,11 @@ class Program:
             self._external[path] = source if source is not None and source.tree is not None else None
         return self._external[path]
 
+    def note_outside_reads(self, stamps) -> None:
+        """Files read as text for an answer that are not program sources (the launch documents)."""
+        for path, identity in stamps:
+            self._external_read.setdefault(path, identity)
+
     def outside_reads(self) -> dict[str, tuple | None]:
         """What the program's answer read outside the project's files, each with its disk_identity
         from before it was read: the library modules read as text (installed, editable, inserted into

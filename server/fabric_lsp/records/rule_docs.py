@@ -210,10 +210,14 @@ PROSE: dict[str, RuleProse] = {
             "A single-device Fabric (`accelerator=\"cpu\"`, `devices=1`; it never needs `launch()`, and `fabric "
             "run --strategy ddp` launches it), a Fabric launched in another function (the order across functions "
             "cannot be told), a subclass overriding `run()`, a Fabric passed in from outside, and a script whose "
-            "file names its `fabric run ... script.py` command (a usage line in its docstring or comments): "
+            "file names its `fabric run ... script.py` command (a usage line in its docstring or comments), or "
+            "whose project starts it so in a README, a docs page or a shell script (`lightning run model ... "
+            "pretrain/train.py` in README.md or scripts/*.sh, as TinyLlama-style repositories do; read as text, in "
+            "the project folder, its parent when it holds no `.git`, and the folders right below them): "
             "such a script must not call `launch()`, since under the CLI `launch()` raises RuntimeError \"This "
             "script was launched through the CLI\". Only `LT_STRATEGY`/`LT_DEVICES` set by hand without the CLI "
-            "make a single-device script raise; that is left alone."
+            "make a single-device script raise; that is left alone. A project whose documents start other "
+            "scripts with the CLI, not this one, gets a hint instead of a warning."
         ),
         fix=(
             "Inserts `fabric.launch()` on the line after the `fabric = Fabric(...)` statement (any target: "

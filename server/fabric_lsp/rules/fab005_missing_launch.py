@@ -32,8 +32,8 @@ def check(facts: ProgramFacts) -> list[Finding]:
 
 def _finding(facts: ProgramFacts, fabric: FabricFact) -> Finding | None:
     launch = fabric.strategy.launch
-    if launch == LAUNCH_NONE or fabric.cli_stated:
-        return None  # one device; or the file says it is started by `fabric run`, which launches it
+    if launch == LAUNCH_NONE or fabric.cli_stated is True:
+        return None  # one device; or the file or the project says it is started by `fabric run`, which launches it
     use = fabric.first_unlaunched_use()
     if use is None:
         return None
@@ -51,6 +51,10 @@ def _finding(facts: ProgramFacts, fabric: FabricFact) -> Finding | None:
     else:
         severity = Severity.WARNING
         why = f"if the strategy needs several processes (it depends on {fabric.strategy.description})"
+    if fabric.cli_stated is None and severity == Severity.WARNING:
+        # The project's README or scripts start its other scripts with `fabric run`: this one likely too.
+        severity = Severity.HINT
+        why += " (the project starts other scripts with `fabric run`; started so, this one would not raise)"
     later = any(launch_call.scope is use.scope for launch_call in fabric.launches)
     func = use.node.func if isinstance(use.node, ast.Call) else use.node
     span = source.span_of_name_in(func, func.attr) if isinstance(func, ast.Attribute) else source.span(func)

@@ -1,0 +1,134 @@
+"""Which scripts a project says it starts with Lightning's CLI (`fabric run ... train.py`,
+`lightning run model ... train.py`) in its README, docs and shell scripts.
+
+A script started that way never calls `launch()` (the CLI sets LT_CLI_USED, and Fabric counts itself
+launched), so FAB005 must not call it broken. TinyLlama-style pretraining repositories document the
+command in README.md or scripts/*.sh, not in the script. Read as text only (nothing is run), in the
+project folder and the folders right below it, with every cost bounded: a hostile clone can make this
+read at most MAX_DOCUMENTS files of MAX_DOCUMENT_BYTES each."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from fabric_lsp.files import disk_identity, read_text
+
+MAX_DOCUMENTS = 200
+MAX_DOCUMENT_BYTES = 256 * 1024
+MAX_ENTRIES = 2_000
+MAX_COMMANDS = 200  # commands read per document  # folder entries looked at, all folders together
+DOCUMENT_SUFFIXES = (".md", ".rst", ".txt", ".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
+DOCUMENT_NAMES = ("Makefile", "makefile", "Justfile")
+
+# A command as written to be run: at a line's start (after a prompt) or in backticks, not in prose.
+_COMMAND = re.compile(r"(?:^|`)[ \t]*(?:[$>][ \t]*)?(?:\w+=\S*[ \t]+){0,8}(?:fabric\s+run(?:\s+model)?|lightning\s+run\s+model)\b", re.M)
+_SCRIPT = re.compile(r"[\w./-]+\.py\b")
+
+
+@dataclass(frozen=True)
+class LaunchDocuments:
+    scripts: frozenset[str]  # base names of the .py files named in a CLI launch command
+    any_command: bool  # the project documents a CLI launch at all
+    read: tuple[tuple[str, tuple | None], ...]  # (path, disk_identity) of what was read, folders included
+
+
+_cache: dict[str, LaunchDocuments] = {}
+
+
+def launch_documents(root: str) -> LaunchDocuments:
+    known = _cache.get(root)
+    if known is not None and all(disk_identity(path) == identity for path, identity in known.read):
+        return known
+    found = _scan(root)
+    if len(_cache) > 64:
+        _cache.clear()
+    _cache[root] = found
+    return found
+
+
+def scripts_in(text: str) -> set[str]:
+    """The .py paths each CLI launch command of `text` starts, as written (its line and the lines it
+    continues with a trailing backslash)."""
+    names: set[str] = set()
+    for count, match in enumerate(_COMMAND.finditer(text)):
+        if count >= MAX_COMMANDS:
+            break
+        end = match.end()
+        command = []
+        for line in text[end:end + 2_000].split("\n")[:20]:
+            command.append(line)
+            if not line.rstrip().endswith("\\"):
+                break
+        script = _SCRIPT.search(" ".join(command))
+        if script is not None:
+            names.add(script.group(0))
+    return names
+
+
+def _scan(root: str) -> LaunchDocuments:
+    read: list[tuple[str, tuple | None]] = []
+    documents: list[str] = []
+    entries = 0
+    folders = []
+    # The project folder, and its parent when the project folder is not a repository's root (a script
+    # folder without markers: `pretrain/` of a repository whose README is one level up).
+    tops = [root]
+    parent = os.path.dirname(root)
+    if not os.path.exists(os.path.join(root, ".git")) and parent and parent != root and parent != os.sep:
+        tops.append(parent)
+    for top_folder in tops:
+        try:
+            with os.scandir(top_folder) as listing:
+                top = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        read.append((top_folder, disk_identity(top_folder)))
+        for entry in top:
+            entries += 1
+            if entries > MAX_ENTRIES:
+                break
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if entry.path not in tops:
+                    folders.append(entry.path)
+            elif _is_document(entry.name):
+                documents.append(entry.path)
+    for folder in folders:
+        if entries > MAX_ENTRIES or len(documents) >= MAX_DOCUMENTS:
+            break
+        try:
+            with os.scandir(folder) as listing:
+                inner = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        read.append((folder, disk_identity(folder)))
+        for entry in inner:
+            entries += 1
+            if entries > MAX_ENTRIES:
+                break
+            if _is_document(entry.name) and entry.is_file(follow_symlinks=False):
+                documents.append(entry.path)
+    scripts: set[str] = set()
+    any_command = False
+    for path in documents[:MAX_DOCUMENTS]:
+        identity = disk_identity(path)
+        try:
+            text = read_text(path, MAX_DOCUMENT_BYTES, follow=False, prefix=True)
+        except (OSError, ValueError):
+            continue
+        read.append((path, identity))
+        # Only scripts that exist where the command would run (the document's folder or a project
+        # folder): an example in release notes (`fabric run ... x.py`) names none of ours.
+        for written in scripts_in(text):
+            bases = {os.path.dirname(path), *tops}
+            if any(os.path.isfile(os.path.join(base, written)) for base in bases):
+                scripts.add(os.path.basename(written))
+                any_command = True
+    return LaunchDocuments(frozenset(scripts), any_command, tuple(read))
+
+
+def _is_document(name: str) -> bool:
+    return name in DOCUMENT_NAMES or name.lower().startswith("readme") or name.endswith(DOCUMENT_SUFFIXES)
