@@ -18,7 +18,7 @@ from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import Bound, FabricValue, Instance, Strategy, Wrapped, const
+from fabric_lsp.analysis.values import Bound, Class, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -447,6 +447,17 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
         return MethodInfo("attribute", class_name, owner.source.span(definition), None)
     span = owner.source.span_of_name_in(definition, name)
     kind = decorator_kind(definition)
+    if kind == "property":
+        returned = _property_returns(facts, owner, name)
+        if returned is not None:
+            kind, target = returned
+            if kind == "property_method" and target is not None and runs:
+                # Looked up on the original module it is a bound method: Lightning's wrapper tracks it.
+                inner = runs_module(cls, target)
+                verdict = RunsModule(inner.runs, f"a property returning `self.{target}`, which {inner.reason}",
+                                     inner.certain)
+                return MethodInfo(kind, class_name, span, verdict)
+            return MethodInfo(kind, class_name, span, None)
     if kind in ("method", "classmethod") and _is_generator(definition):
         return MethodInfo("generator", class_name, span, None)
     verdict = runs_module(cls, name) if kind in ("method", "classmethod") else None
@@ -454,7 +465,7 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
 
 
 _LIBRARY_KINDS = {"method": "method", "classmethod": "classmethod", "staticmethod": "staticmethod",
-                  "property": "property", "property_method": "property", "attribute": "attribute"}
+                  "property": "property", "property_method": "property_method", "attribute": "attribute"}
 
 
 def _library_method_info(runs_module, owner: LibraryClass, name: str, class_name: str) -> MethodInfo:
@@ -466,6 +477,34 @@ def _library_method_info(runs_module, owner: LibraryClass, name: str, class_name
     kind = _LIBRARY_KINDS.get(kind, kind)
     runs = runs_module(owner, name) if kind in ("method", "classmethod") else None
     return MethodInfo(kind, class_name, None, runs)
+
+
+def _property_returns(facts: ProgramFacts, owner: ClassInfo, name: str) -> tuple[str, str | None] | None:
+    """What the getter of the property `name` returns, read from the value flow: ("property_method",
+    the method's name or None when not one method) when it returns a bound method (`return
+    self._greedy`: Lightning's `isinstance(getattr(module, name), MethodType)` holds); ("unknown",
+    None) when it may return anything; ("property", None) when it returns no method. None: the
+    getter's run is not in the flow."""
+    class_scope = facts.solver.classes.get(owner.key) if owner.key is not None else None
+    getter = None
+    for child in class_scope.children if class_scope is not None else ():
+        if child.kind == ir.FUNCTION and child.name == name and child.class_scope is class_scope and not (
+                {"setter", "deleter"} & set(child.decorator_names)):
+            getter = child
+    if getter is None:
+        return None
+    values = [v for v in facts.solver.peek(("return", getter)) if v != _NONE_VALUE]
+    if not values:
+        return None
+    if any(isinstance(v, Unknown) for v in values):
+        return "unknown", None
+    methods = [v for v in values if (isinstance(v, Bound) and not isinstance(v.receiver, Class))
+               or (isinstance(v, Special) and v.kind == "lib_method")]
+    if not methods:
+        return "property", None
+    targets = {v.function.scope.name for v in methods if isinstance(v, Bound) and not v.function.external}
+    one = len(methods) == len(values) and len(targets) == 1
+    return "property_method", (next(iter(targets)) if one else None)
 
 
 def _method_alias(owner: ClassInfo, value: ast.AST):

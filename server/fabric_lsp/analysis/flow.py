@@ -1738,6 +1738,10 @@ class Solver:
             self.write(("element", site, ANY_KEY), values)
             self.write(("elements", site), values)
             return frozenset({Container(site, frame.scope.path)})
+        if name == "type" and len(call.args) == 1 and not call.kwargs:
+            # `type(model.module)`: the class of an instance (so `type(m).generate` is the plain function);
+            # of anything else (the Fabric wrapper, a value we cannot see) unknown.
+            return frozenset(value.cls if isinstance(value, Instance) else UNKNOWN for value in call.positional(0))
         if name == "next":
             return self.iter_values(call.positional(0))
         if name == "enumerate":

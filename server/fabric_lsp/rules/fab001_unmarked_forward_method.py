@@ -26,7 +26,8 @@ CODE = "FAB001"
 NAME = "unmarked-forward-method"
 
 # What `wrapped.m` can be besides a method that runs modules: nothing this rule reports.
-_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", "generator")
+# A singledispatchmethod is a plain function when looked up: Lightning's wrapper does not track it.
+_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", "generator", "singledispatchmethod")
 
 
 def check(facts: ProgramFacts) -> list[Finding]:

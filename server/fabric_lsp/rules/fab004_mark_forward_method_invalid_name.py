@@ -20,12 +20,14 @@ CODE = "FAB004"
 NAME = "mark-forward-method-invalid-name"
 
 # What `getattr(original_module, name)` gives for each kind the analysis tells apart.
-_METHOD_KINDS = ("method", "classmethod", "generator", "wrapper")
+# A property that returns a bound method (`return self._greedy`) is one when looked up: accepted.
+_METHOD_KINDS = ("method", "classmethod", "generator", "wrapper", "property_method")
 _KIND_WORDS = {
     "missing": "does not exist",
     "attribute": "is an attribute, not a method",
     "property": "is a property, not a method",
     "staticmethod": "is a staticmethod (a plain function, not a bound method)",
+    "singledispatchmethod": "is a functools.singledispatchmethod (looked up, a plain function, not a bound method)",
 }
 
 
