@@ -16,6 +16,7 @@ from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, Libr
 from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, describe, sort_key
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
+from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import Bound, Class, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const
@@ -268,11 +269,13 @@ def wrapped_paths(facts: ProgramFacts, origin: Origin) -> list[WrappedPath]:
 
 
 def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
-    """One fact per call node, with the paths on which the method is not marked before the call.
-    A mark in another function counts as made before (the order cannot be told); a mark whose name
-    cannot be read counts for every method."""
-    by_node: dict[int, MethodCallFact] = {}
+    """One fact per call node and method, with the paths on which the method is not marked before the
+    call: in the order of the statements and of the calls that lead there (analysis.order); where that
+    order cannot be told, a mark in another function counts as made before. A mark whose name cannot be
+    read counts for every method."""
+    by_node: dict[tuple, MethodCallFact] = {}
     marks = _marks_by_origin(events)
+    order = CallOrder(facts.program, facts.solver, events)
     always_wrapped: dict[int, bool] = {}
     for event in events:
         if event.kind == "wcall":
@@ -289,21 +292,22 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             continue
         method = event.data["method"]
         site = id(wrapped.site)
-        marked = (
-            event.data["marked"]
-            or bool(marks.get((site, method), set()) - {id(event.scope)})
-            or (site, None) in marks
-        )
-        if marked:
+        if event.data["marked"] or (site, None) in marks:
             continue
-        fact = by_node.get(id(event.node))
+        elsewhere = bool(marks.get((site, method), set()) - {id(event.scope)})
+        if not order.unmarked(event.scope, wrapped, method, event.data.get("before", frozenset()), origin.scope, elsewhere):
+            continue
+        fact = by_node.get((id(event.node), method))
         if fact is None:
             func = event.data.get("func")
             span_node = func[3] if func is not None and func[0] == "attr" else getattr(event.node, "func", event.node)
-            fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope,
-                                                            receiver_always_wrapped=always_wrapped[id(event.node)])
+            fact = by_node[(id(event.node), method)] = MethodCallFact(
+                event.node, event.path, span_node, method, event.scope,
+                receiver_always_wrapped=always_wrapped[id(event.node)])
         fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
-    facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+    if order.notice:
+        facts.notices.append(f"{facts.program.root}: {order.notice}")
+    facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.method))
 
 
 def _marks_by_origin(events: list[Event]) -> dict[tuple, set[int]]:

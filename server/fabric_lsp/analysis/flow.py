@@ -59,6 +59,7 @@ from fabric_lsp.analysis.values import (
     Function,
     Instance,
     Lib,
+    Marked,
     Module,
     Partial,
     Special,
@@ -141,7 +142,10 @@ class _Frame:
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
         self.env: dict[str, frozenset] = {}
-        self.marked: frozenset = frozenset()  # (Wrapped, name) marked on the way here
+        # What happened on the way here, in this scope and in the calls it made: Marked(wrapped, name)
+        # for each mark, and each Wrapped whose setup ran (so a call before a setup or a mark is told
+        # from one after it; analysis._method_calls carries it into the functions called).
+        self.marked: frozenset = frozenset()
         self.meta: MetaTag | None = None  # innermost meta-device context (a `with`)
         self.default_meta: MetaTag | None = None  # torch.set_default_device("meta")
         self.cells: dict[str, frozenset] = {}
@@ -223,7 +227,7 @@ def _merged(old: frozenset | None, values: frozenset, saturated: bool, without_c
 # names). More than MAX_SET values (a decorator that receives every function of a module, a registry
 # of hundreds of classes): only what the rules follow is kept, with UNKNOWN. Either way the set keeps
 # that form from then on, so it never changes back and forth and the fixed point is still reached.
-_FOLLOWED = (Wrapped, WrappedMethod, FabricValue)
+_FOLLOWED = (Wrapped, WrappedMethod, FabricValue, Marked)
 
 
 def _saturated(values: frozenset) -> frozenset:
@@ -271,6 +275,7 @@ class Solver:
         self._sort_keys: dict = {}
         self._without_constants: set[tuple] = set()
         self._events: list[Event] = []
+        self._made: set = set()  # this run's marks and setups, its callees' included (the "made" table)
         self._strategies: dict[int, Strategy] = {}
 
     # -- tables --------------------------------------------------------------------------------
@@ -427,6 +432,7 @@ class Solver:
 
     def _interpret(self, scope: ir.Scope) -> None:
         frame = _Frame(scope)
+        self._made = set()
         if scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self._bind_parameters(frame)
         self._exec(scope.body, frame)
@@ -441,6 +447,9 @@ class Solver:
                 self.write(("classattr", key, name), values)
         for name, values in frame.cells.items():
             self.write(("closure", scope, name), values)
+        if self._made and scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            # What a call of it may have marked or wrapped when it returns (in any order inside it).
+            self.write(("made", scope), frozenset(self._made))
         self.events[self.order[id(scope)]] = self._events
 
     def all_events(self) -> list[Event]:
@@ -1031,6 +1040,30 @@ class Solver:
         self._define(child, frame)
         return frozenset({Function(child)})
 
+    def _e_fstr(self, expr, frame) -> frozenset:
+        """The strings an f-string can make from the constants its parts hold (`f"{stage}_fast"` with
+        `stage` from a literal tuple); unknown past MAX_CONSTANTS of them or for a part that is not a
+        string or an integer constant."""
+        texts = {""}
+        unknown = False
+        for part in expr[1]:
+            values = self.ev(part, frame)
+            pieces = set()
+            for value in values:
+                if isinstance(value, Const) and value.kind in ("str", "int"):
+                    pieces.add(str(value.value))
+                else:
+                    unknown = True
+            if unknown or not pieces:
+                unknown = True
+                continue
+            texts = {text + piece for text in texts for piece in pieces}
+            if len(texts) > MAX_CONSTANTS:
+                unknown = True
+        if unknown:
+            return JUST_UNKNOWN
+        return frozenset(const(text) for text in texts)
+
     def _e_unknown(self, expr, frame) -> frozenset:
         for inner in expr[1]:
             self.ev(inner, frame)
@@ -1337,8 +1370,8 @@ class Solver:
             return self._library_call(callee.qualified, call)
         if isinstance(callee, WrappedMethod):
             self._event("wcall", call, wrapped=callee.wrapped, method=callee.name,
-                        marked=(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
-                        receivers=call.receivers)
+                        marked=Marked(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
+                        receivers=call.receivers, before=call.frame.marked)
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
@@ -1383,6 +1416,21 @@ class Solver:
         return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5]))
 
     def _call_function(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
+        if node is not None and frame is not None:
+            # The order of calls: what was marked and wrapped before this call (analysis._method_calls).
+            self._event_at("enter", node, frame, callee=scope, before=frame.marked)
+        else:
+            self.write(("unordered", scope), _TRUE)  # a property read: where it happens is not recorded
+        try:
+            return self._bind_call(scope, args, kwargs, node, frame)
+        finally:
+            if frame is not None:
+                made = frozenset(v for v in self.read(("made", scope)) if isinstance(v, (Marked, Wrapped)))
+                if made:
+                    frame.marked = frame.marked | made
+                    self._made.update(made)
+
+    def _bind_call(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
         bound: dict[str, set] = {}
         positional = [p for p in params if p.kind == "positional"]
@@ -1797,6 +1845,8 @@ class Solver:
             self.write(("setup_fabric", site), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)
             wrapped = Wrapped(site, frame.scope.path)
+            frame.marked = frame.marked | {wrapped}
+            self._made.add(wrapped)
             if method == "setup_module":
                 return frozenset({wrapped})
             optimizers = [values for starred, values in call.args[1:]]
@@ -1886,7 +1936,9 @@ class Solver:
             argument_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "method"), None)
         self._event("mark", call, wrapped=wrapped, arguments=arguments, names=frozenset(names), unknown=unknown,
                     argument=argument_node)
-        frame.marked = frame.marked | frozenset((wrapped, name) for name in names)
+        marks = frozenset(Marked(wrapped, name) for name in names)
+        frame.marked = frame.marked | marks
+        self._made.update(marks)
 
     # -- strategies ---------------------------------------------------------------------------------------------
     def _record_fabric_arguments(self, call: "_Call") -> None:
@@ -2264,5 +2316,6 @@ _EXPRESSIONS = {
     "walrus": Solver._e_walrus,
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,
+    "fstr": Solver._e_fstr,
     "comp": Solver._e_comp,
 }

@@ -23,6 +23,7 @@ Expression forms                                  Statement forms
   ("comp", kind, elt, generators, node)             ("class", name, Scope, bases, keywords, decorators, node)
   ("lambda", Scope)                                 ("import", ((dotted, asname | None), ...), node)
   ("walrus", name, expr)                            ("from", module | None, level, ((name, asname), ...), node)
+  ("fstr", parts)  an f-string: parts are exprs
   ("unknown", subexpressions)                       ("global", names) / ("nonlocal", names)
 Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), ("tuple", patterns),
 ("star", pattern).
@@ -401,6 +402,8 @@ class _Builder:
                 element = self.expr(node.elt, scope)
                 comp_kind = {ast.ListComp: "list", ast.SetComp: "set", ast.GeneratorExp: "gen"}[kind]
             return ("comp", comp_kind, element, tuple(generators), node)
+        if kind is ast.JoinedStr:
+            return self.joined_str(node, scope)
         if kind is ast.Await:
             return self.expr(node.value, scope)
         if kind in (ast.Yield, ast.YieldFrom):
@@ -410,6 +413,20 @@ class _Builder:
             return self.expr(node.value, scope)
         effects = self.effects(node, scope)
         return ("unknown", effects) if effects else UNKNOWN_EXPR
+
+    def joined_str(self, node: ast.JoinedStr, scope: Scope) -> tuple:
+        """`f"{stage}_fast"`: its literal parts and the expressions formatted as `str()` does; a part
+        with a conversion other than `!s` or a format spec makes the string unknown (its effects kept)."""
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(("const", value.value))
+            elif isinstance(value, ast.FormattedValue) and value.conversion in (-1, ord("s")) and value.format_spec is None:
+                parts.append(self.expr(value.value, scope))
+            else:
+                effects = self.effects(node, scope)
+                return ("unknown", effects) if effects else UNKNOWN_EXPR
+        return ("fstr", tuple(parts))
 
     def elements(self, nodes: list[ast.AST], scope: Scope) -> tuple:
         """The elements of a display; past MAX_DISPLAY (data, not models) only what can have an effect."""

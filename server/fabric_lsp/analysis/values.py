@@ -176,3 +176,12 @@ class StrategyObject(NamedTuple):
 
     name: str  # class name as in the tables
     t: str = "strategyobject"
+
+
+class Marked(NamedTuple):
+    """`wrapped.mark_forward_method(name)` was called on the way here (the order of a scope's marks, setups
+    and calls: flow.Solver)."""
+
+    wrapped: Wrapped
+    name: str
+    t: str = "marked"

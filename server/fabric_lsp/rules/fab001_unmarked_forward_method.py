@@ -90,6 +90,10 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         hop_source = facts.source(hop_path)
         if hop_source is not None:
             related.append(Related(hop_source.span(hop_node), text))
+    for mark in _later_marks(facts, origins, call.method)[:2]:
+        mark_source = facts.source(mark.path)
+        related.append(Related(mark_source.span(mark.node),
+                               f"`{call.method}` is marked here, but only after this call has run on one of the ways to it"))
     if info.definition is not None:
         related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
     skew = facts.library_skew(strongest.cls)
@@ -114,6 +118,12 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     )
 
 
+def _later_marks(facts: ProgramFacts, origins: list[Origin], method: str) -> list:
+    """Marks of `method` on the models of `origins`: a call reported despite them runs before them."""
+    sites = {id(origin.site) for origin in origins}
+    return [mark for mark in facts.marks if method in mark.names and any(id(p.origin.site) in sites for p in mark.paths)]
+
+
 def _same_scope(origin: Origin, call: MethodCallFact) -> bool:
     scope_node = call.scope.node
     return getattr(scope_node, "lineno", 0) <= origin.site.lineno <= getattr(scope_node, "end_lineno", 1 << 30) or \
@@ -124,6 +134,8 @@ def _receiver_text(source, call: MethodCallFact) -> str:
     node = call.span_node
     if isinstance(node, ast.Attribute):
         return source.segment(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args:
+        return source.segment(node.args[0])  # `getattr(model, name)(...)`: the model
     return source.segment(node)
 
 

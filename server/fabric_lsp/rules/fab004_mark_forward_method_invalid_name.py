@@ -13,6 +13,7 @@ import difflib
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo
+from fabric_lsp.analysis.values import Const
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
 
@@ -34,34 +35,50 @@ _KIND_WORDS = {
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for mark in facts.marks:
-        if not isinstance(mark.argument, ast.Constant) or not isinstance(mark.argument.value, str):
-            continue  # names that are not written here are judged nowhere (unknown is no finding)
-        name = mark.argument.value
-        finding = _forward(facts, mark) if name == "forward" else _not_a_method(facts, mark, name)
-        if finding is not None:
-            findings.append(finding)
+        if mark.argument is None:
+            continue
+        if isinstance(mark.argument, ast.Constant) and isinstance(mark.argument.value, str):
+            names, computed = [mark.argument.value], False
+        else:
+            # A name computed from literals (an f-string, an element of a literal tuple, a helper's
+            # parameter given a literal): the strings the value flow sees; anything else is unknown.
+            names = sorted(v.value for v in mark.values if isinstance(v, Const) and v.kind == "str")
+            computed = True
+        for name in names:
+            finding = _forward(facts, mark, computed) if name == "forward" else _not_a_method(facts, mark, name, computed)
+            if finding is not None:
+                findings.append(finding)
+                break  # one finding per mark: the first name that raises
     return findings
 
 
-def _forward(facts: ProgramFacts, mark: MarkFact) -> Finding:
+def _written(source, mark: MarkFact, name: str, computed: bool) -> str:
+    """How the message names the mark: as written, and for a computed name, the string it gets."""
+    if not computed:
+        return f'`mark_forward_method("{name}")`'
+    return f'`mark_forward_method({source.segment(mark.argument)})` (given "{name}")'
+
+
+def _forward(facts: ProgramFacts, mark: MarkFact, computed: bool = False) -> Finding:
     source = facts.source(mark.path)
     return Finding(
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(mark.argument),
         message=(
-            '`mark_forward_method("forward")` raises ValueError "You cannot mark the forward method itself '
-            'as a forward method." on every strategy: `forward` already goes through the strategy'
+            f'{_written(source, mark, "forward", computed)} raises ValueError "You cannot mark the forward method '
+            'itself as a forward method." on every strategy: `forward` already goes through the strategy'
         ),
         record_id=record_id(CODE),
         related=_related(facts, mark),
-        # `forward` already runs through the strategy: the mark asks for nothing that is not there.
-        fix=_removal(source, mark, Applicability.SAFE),
+        # `forward` already runs through the strategy: the mark asks for nothing that is not there. A
+        # computed name may be another one on another way here: the statement stays.
+        fix=_removal(source, mark, Applicability.SAFE) if not computed else None,
         context={"class": _class_name(mark) or "Module", "method": "forward", "error": "ValueError"},
     )
 
 
-def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | None:
+def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool = False) -> Finding | None:
     raising: list[tuple[object, str]] = []
     safe = 0
     for path in mark.paths:
@@ -81,18 +98,20 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
     suggestion, searched = _closest_method(facts, path.cls, name)
     some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
     message = (
-        f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
+        f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
         f'it raises AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
         f'exist or is not a method." on every strategy{some}'
         + (f'; did you mean "{suggestion}"?' if suggestion else "")
     )
     fix = None
-    if severity == Severity.ERROR and not suggestion and searched:
+    if computed:
+        pass  # no text to correct or remove here: the name is made elsewhere (and may differ on other ways)
+    elif severity == Severity.ERROR and not suggestion and searched:
         # Every class that reaches the mark raises: removing it only removes the error, but the author
         # wanted something routed through forward, so read it before applying. (Not offered when the
         # closest name was not searched for: renaming may have been the fix.)
         fix = _removal(source, mark, Applicability.UNSAFE)
-    if suggestion:
+    if suggestion and not computed:
         span = source.span(mark.argument)
         fix = Fix(
             title=f'Mark "{suggestion}" instead',
