@@ -61,6 +61,9 @@ class WrappedPath:
     strategy: Strategy
     cls: ClassRef  # None: the class could not be seen
     compiled: bool
+    # The class is known only from an annotation (Instance.declared: path, annotation node, what it
+    # annotates): the object may be of a subclass, so a name missing on `cls` is unknown, not missing.
+    declared: tuple | None = None
 
 
 @dataclass
@@ -260,11 +263,12 @@ def wrapped_paths(facts: ProgramFacts, origin: Origin) -> list[WrappedPath]:
     for fabric in origin.fabrics:
         strategy = facts.strategy(fabric)
         for model in origin.models:
-            cls, compiled = None, False
+            cls, compiled, declared = None, False, None
             if isinstance(model, Instance):
                 cls = facts.resolver.ref_of(model.cls)
                 compiled = model.compiled
-            paths.append(WrappedPath(origin, fabric, strategy, cls, compiled))
+                declared = model.declared
+            paths.append(WrappedPath(origin, fabric, strategy, cls, compiled, declared))
     return paths
 
 

@@ -475,7 +475,8 @@ class Solver:
                 frame.self_values = values
             else:
                 if entry or UNKNOWN in values:
-                    values = values | self._annotation_values(scope, param)
+                    values = values | self._annotation_values(scope, param.name, param.annotation_node,
+                                                              f"the parameter `{param.name}`")
                 if entry:
                     values = values | self.read(("default", scope, param.name)) | JUST_UNKNOWN
             if param.kind == "varargs" and not values:
@@ -484,18 +485,47 @@ class Solver:
             if param.name in scope.cellvars:
                 frame.cells[param.name] = frame.cells.get(param.name, NOTHING) | values
 
-    def _annotation_values(self, scope: ir.Scope, param: ir.Param) -> frozenset:
-        annotated = self.read(("annotation", scope, param.name))
+    def _annotation_values(self, scope: ir.Scope, name: str, node, what: str) -> frozenset:
+        """What the annotation of a parameter (or of the return, name "return") of `scope` declares."""
+        return self._declared(self.read(("annotation", scope, name)), scope.path, node, what,
+                              f"a Fabric passed in as `{name}`" if name != "return" else f"a Fabric {what}")
+
+    def _declared(self, annotated: frozenset, path: str, node, what: str, fabric_origin: str | None = None) -> frozenset:
+        """Instances of the classes an annotation names, marked as known only from it (Instance.declared);
+        Fabric objects of unknown origin for a Fabric class."""
         found = set()
         for value in annotated:
             if isinstance(value, Lib) and value.qualified in FABRIC_CLASS_NAMES:
-                found.add(FabricValue(None, None, None, f"a Fabric passed in as `{param.name}`"))
+                found.add(FabricValue(None, None, None, fabric_origin or f"a Fabric declared as {what}"))
             elif isinstance(value, Class):
                 if self.is_fabric_class(value):
-                    found.add(FabricValue(None, None, value, f"a Fabric passed in as `{param.name}`"))
+                    found.add(FabricValue(None, None, value, fabric_origin or f"a Fabric declared as {what}"))
                 else:
-                    found.add(Instance(value))
+                    found.add(Instance(value, declared=(path, node, what) if node is not None else None))
+            elif isinstance(value, Lib) and normalize_torch_name(value.qualified).startswith(("torch.nn.", "torchmetrics.")):
+                found.add(Instance(Lib(normalize_torch_name(value.qualified)), declared=(path, node, what)))
+            elif isinstance(value, Lib) and library_models.is_library_name(value.qualified) \
+                    and library_models.is_class(value.qualified):
+                found.add(Instance(value, declared=(path, node, what)))
         return frozenset(found)
+
+    def _e_annotated(self, expr, frame) -> frozenset:
+        """`x: T = value`: where the value is unknown, an instance of T (Instance.declared says so)."""
+        _, value_expr, annotation, node, target = expr
+        values = self.ev(value_expr, frame)
+        if UNKNOWN not in values:
+            return values
+        declared = self._declared(self.ev(annotation, frame), frame.scope.path, node, f"`{target}`")
+        return (values - JUST_UNKNOWN) | declared if declared else values
+
+    def _s_declare(self, statement, frame: _Frame) -> None:
+        """`actor: PPOActor` in a class body: the declared type of the attribute on its instances."""
+        if frame.scope.kind != ir.CLASS:
+            return
+        _, name, annotation, node = statement
+        key = class_key(frame.scope)
+        self.write(("declared", key, name), self._declared(self.ev(annotation, frame), frame.scope.path, node,
+                                                           f"`{key.qualname}.{name}`"))
 
     def _self_values(self, class_scope: ir.Scope) -> frozenset:
         """`self` in a method of a class: instances of it and of its subclasses (Fabric subclasses:
@@ -645,6 +675,11 @@ class Solver:
     def _s_return(self, statement, frame: _Frame) -> None:
         frame.statement = statement[2]
         values = self.ev(statement[1], frame) if statement[1] is not None else frozenset({const(None)})
+        scope = frame.scope
+        if UNKNOWN in values and scope.returns is not None:
+            declared = self._annotation_values(scope, "return", scope.returns_node, f"what `{scope.name}` returns")
+            if declared:
+                values = (values - JUST_UNKNOWN) | declared
         if frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self.write(("return", frame.scope), values)
 
@@ -778,6 +813,8 @@ class Solver:
                 self.write(("default", child, param.name), self.ev(param.default, frame))
             if param.annotation is not None:
                 self.write(("annotation", child, param.name), self.ev(param.annotation, frame))
+        if child.returns is not None:
+            self.write(("annotation", child, "return"), self.ev(child.returns, frame))
 
     def _s_class(self, statement, frame: _Frame) -> None:
         _, name, child, bases, keywords, decorators, node = statement
@@ -905,7 +942,7 @@ class Solver:
     def store_attribute(self, objects: frozenset, name: str, values: frozenset) -> None:
         for obj in objects:
             if isinstance(obj, Instance) and isinstance(obj.cls, Class):
-                self.write(("field", obj.cls, name), values)
+                self.write(("field", obj.cls, name), self._with_declared(obj.cls, name, values))
             elif isinstance(obj, FabricValue) and obj.cls is not None:
                 self.write(("field", obj.cls, name), values)
             elif isinstance(obj, Wrapped):
@@ -916,6 +953,18 @@ class Solver:
                 self.write(("global", obj.path, name), values)
             elif isinstance(obj, Class) and not obj.external:
                 self.write(("classattr", obj, name), values)
+
+    def _with_declared(self, cls: Class, name: str, values: frozenset) -> frozenset:
+        """An unknown value stored in an attribute that a class body along the MRO declares (`actor:
+        PPOActor`): an instance of the declared class."""
+        if UNKNOWN not in values:
+            return values
+        for ref in self.mro(cls):
+            if isinstance(ref, Class) and not ref.external:
+                declared = self.read(("declared", ref, name))
+                if declared:
+                    return (values - JUST_UNKNOWN) | declared
+        return values
 
     def _store_element(self, container: Container, keys: frozenset, values: frozenset) -> None:
         for key in keys:
@@ -1309,7 +1358,11 @@ class Solver:
     def subscript(self, objects: frozenset, keys: frozenset) -> frozenset:
         found = set()
         for obj in objects:
-            if isinstance(obj, Container):
+            if isinstance(obj, Class) or (isinstance(obj, Lib) and _is_generic_class(obj.qualified)):
+                # `Trainer[PPOConfig]`: a generic alias, which a class statement subclasses and a call
+                # instantiates as the class itself (`class PPOTrainer(Trainer[PPOConfig])`).
+                found.add(obj)
+            elif isinstance(obj, Container):
                 for key in keys:
                     if isinstance(key, Const):
                         found.update(self.read(("element", obj.site, key)))
@@ -1577,10 +1630,10 @@ class Solver:
         for index, (starred, values) in enumerate(call.args):
             if starred or index >= len(fields):
                 break
-            self.write(("field", cls, fields[index]), values)
+            self.write(("field", cls, fields[index]), self._with_declared(cls, fields[index], values))
         for name, values in call.kwargs:
             if name in fields:
-                self.write(("field", cls, name), values)
+                self.write(("field", cls, name), self._with_declared(cls, name, values))
         given = {fields[i] for i in range(min(len(call.args), len(fields)))} | {n for n, _ in call.kwargs if n}
         for name in fields:
             if name not in given:
@@ -2220,6 +2273,13 @@ def _combined(strategies: list[Strategy]) -> Strategy:
     return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged)
 
 
+def _is_generic_class(qualified: str) -> bool:
+    """A library name that subscripts into a generic alias of a class (`Generic[T]`, `dict[str, int]`,
+    `nn.ModuleList`), not into an element (`os.environ["X"]`)."""
+    module, _, name = qualified.rpartition(".")
+    return module in ("typing", "typing_extensions", "collections.abc", "builtins") or name[:1].isupper()
+
+
 def _compiled(value):
     if isinstance(value, Instance):
         return value._replace(compiled=True)
@@ -2259,7 +2319,9 @@ def _describe(value) -> str:
     if isinstance(value, Instance):
         meta = value.meta
         where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
-        return f"{_describe(value.cls)}:{where}:{value.compiled}"
+        declared = value.declared
+        annotated = f":{declared[0]}:{_describe(declared[1])}:{declared[2]}" if declared else ""
+        return f"{_describe(value.cls)}:{where}:{value.compiled}{annotated}"
     if isinstance(value, Bound):
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
     if isinstance(value, WrappedMethod):
@@ -2301,6 +2363,7 @@ _STATEMENTS = {
     "global": Solver._s_global,
     "nonlocal": Solver._s_global,
     "match": Solver._s_match,
+    "declare": Solver._s_declare,
 }
 
 _EXPRESSIONS = {
@@ -2317,5 +2380,6 @@ _EXPRESSIONS = {
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,
     "fstr": Solver._e_fstr,
+    "annotated": Solver._e_annotated,
     "comp": Solver._e_comp,
 }

@@ -210,7 +210,11 @@ class Program:
     def is_entry(self, scope: ir.Scope) -> bool:
         """A function (or class) nothing in the program names: called from outside (a CLI, a
         framework). Functions that reach code the analysis does not follow are found by the
-        value flow (flow.Solver: "escaped")."""
+        value flow (flow.Solver: "escaped"). A constructor is named by its class: `__init__` is named
+        by every `super().__init__()`, but a class nothing names is built from outside (hydra's
+        `_target_`, a registry keyed by strings), so its `__init__` gets what its annotations say."""
+        if scope.name == "__init__" and scope.class_scope is not None:
+            return scope.class_scope.name not in self.referenced
         return scope.name not in self.referenced
 
     def attribute_assigned(self, name: str) -> bool:

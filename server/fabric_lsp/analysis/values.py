@@ -84,6 +84,9 @@ class Instance(NamedTuple):
     # For a library object that is not a module (a PeftConfig): its constructor's literal keywords,
     # ((name, value), ...), which a library factory may choose by (peft's task_type).
     keywords: tuple = ()
+    # Known only from an annotation (`teacher: PPOModel = instantiate(...)`): (path, annotation node,
+    # what it annotates as a phrase). The object may be of a subclass: a name missing here is unknown.
+    declared: object = None
 
 
 class Strategy(NamedTuple):

@@ -47,6 +47,8 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         if path.cls is None:
             continue  # the class could not be seen: this path says nothing
         info = facts.method_info(path.cls, call.method)
+        if path.declared is not None and info.kind == "missing":
+            continue  # a class known from an annotation: the object may be of a subclass that has it
         if info.kind in _NOT_REPORTED or info.runs is None:
             safe += 1
         elif not info.runs.certain:
@@ -90,6 +92,13 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         hop_source = facts.source(hop_path)
         if hop_source is not None:
             related.append(Related(hop_source.span(hop_node), text))
+    declared = {p.declared: p.cls.name for p, _ in raising if p.declared is not None}
+    for (annotation_path, annotation_node, what), declared_name in list(declared.items())[:2]:
+        annotation_source = facts.source(annotation_path)
+        if annotation_source is not None:
+            related.append(Related(annotation_source.span(annotation_node),
+                                   f"`{declared_name}` is the class declared for {what} here (the value itself cannot "
+                                   "be seen: it comes from a call or a caller the analysis does not follow)"))
     for mark in _later_marks(facts, origins, call.method)[:2]:
         mark_source = facts.source(mark.path)
         related.append(Related(mark_source.span(mark.node),

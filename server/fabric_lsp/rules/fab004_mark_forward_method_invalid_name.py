@@ -85,7 +85,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
         if path.cls is None:
             continue
         info = facts.method_info(path.cls, name)
-        if info.kind in _METHOD_KINDS or info.kind == "unknown":
+        if info.kind in _METHOD_KINDS or info.kind == "unknown" or (path.declared is not None and info.kind == "missing"):
             safe += 1
         else:
             raising.append((path, info.kind))
