@@ -1348,7 +1348,7 @@ class Solver:
                 return frozenset(found)
             if found and owner is None:
                 return frozenset(found)
-        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders"):
+        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders", "call"):
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -1918,6 +1918,8 @@ class Solver:
             if call.args:
                 self.write(("init_kw", call.node), call.positional(0))
             return frozenset({Special("init_module", fabric, call.node)})
+        if method == "call":
+            return self._callback_call(fabric, call)
         if method == "launch":
             functions = call.positional(0) | call.keyword("function")
             if not functions:
@@ -1931,6 +1933,30 @@ class Solver:
                 result = result | self.call_value(function, inner)
             return result
         return JUST_UNKNOWN
+
+    def _callback_call(self, fabric: FabricValue, call: "_Call") -> frozenset:
+        """`fabric.call("on_epoch_end", model=model)`: every callback given as `Fabric(callbacks=...)` that
+        has a method of that name gets the other arguments (keywords its signature does not take are left
+        out, as Lightning does; _bind_call drops them unless it has **kwargs)."""
+        hooks = [v.value for v in call.positional(0) | call.keyword("hook_name") if isinstance(v, Const) and v.kind == "str"]
+        if not hooks or fabric.site is None or call.depth >= MAX_PARTIAL_DEPTH:
+            return _NONE
+        callbacks = set()
+        for node in [fabric.site] + [v.extra for v in self.ordered(self.read(("fabric_init", fabric.site)))]:
+            given = self.read(("fabric_kw", node, "callbacks"))
+            for spread in self.read(("fabric_kw", node, "**")):
+                if isinstance(spread, Container):
+                    given = given | self.read(("element", spread.site, const("callbacks")))
+            for value in given:
+                callbacks.update(self.iter_values(frozenset({value})) if isinstance(value, Container) else (value,))
+        inner = _Call(call.node, call.func_expr, call.args[1:], [(k, v) for k, v in call.kwargs if k != "hook_name"],
+                      call.frame, call.depth + 1)
+        for callback in self.ordered(v for v in callbacks if isinstance(v, Instance) and isinstance(v.cls, Class)):
+            for hook in hooks:
+                for method in self.ordered(self.attribute(frozenset({callback}), hook, None, call.frame)):
+                    if isinstance(method, (Bound, Function)) and not (isinstance(method, Bound) and method.function.external):
+                        self.call_value(method, inner)
+        return _NONE
 
     def _container_call(self, container: Container, method: str, call: "_Call") -> frozenset:
         site = container.site
