@@ -488,7 +488,7 @@ class Solver:
     def _annotation_values(self, scope: ir.Scope, name: str, node, what: str) -> frozenset:
         """What the annotation of a parameter (or of the return, name "return") of `scope` declares."""
         return self._declared(self.read(("annotation", scope, name)), scope.path, node, what,
-                              f"a Fabric passed in as `{name}`" if name != "return" else f"a Fabric {what}")
+                              f"a Fabric passed in as `{name}`" if name != "return" else f"a Fabric returned by `{scope.name}`")
 
     def _declared(self, annotated: frozenset, path: str, node, what: str, fabric_origin: str | None = None) -> frozenset:
         """Instances of the classes an annotation names, marked as known only from it (Instance.declared);
