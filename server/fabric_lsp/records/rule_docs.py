@@ -181,14 +181,17 @@ PROSE: dict[str, RuleProse] = {
         ),
         fix=(
             "Corrects a typo to the closest method name; removes a mark of `\"forward\"`; removes a mark of a "
-            "name that is not a method when no method name is close. A class with more than 1,000 methods is "
-            "not searched for the closest name (a notice says so): no fix is offered then."
+            "name that is not a method when no method name is close. For a name computed from literals the "
+            "literal is edited where it is written (the element of the tuple an f-string formats, the helper "
+            "call that passes `\"forward\"`), so the marks of the other names stay. A class with more than "
+            "1,000 methods is not searched for the closest name (a notice says so): no fix is offered then."
         ),
         fix_safety=(
             "Removing a mark of `\"forward\"` is safe (`forward` already runs through the strategy). Correcting "
             "a typo is unsafe (another method gets routed through `forward`: most likely what was meant, but "
             "read it), and so is removing the mark of a non-method (it only removes the error: the author "
-            "wanted something routed through `forward`)."
+            "wanted something routed through `forward`). An edit of a computed name's literal is always unsafe: "
+            "the tuple may be read elsewhere too, and the helper call that is removed may do more than mark."
         ),
         severity=(
             ("error", "the name is not a method of any class that reaches the mark (every strategy raises)"),
