@@ -1,9 +1,12 @@
-"""`make bench`: every performance target of issues 5 and 12, measured in one run on this machine,
+"""`make bench`: every performance target of issues 5, 12 and 25, measured in one run on this machine,
 printed as one table. Ratios compare figures taken in the same run (these machines are shared and noisy).
 
-    python benchmarks/run.py            # the table (about 8 minutes)
-    python benchmarks/run.py --quick    # fewer edits and samples, to try the harness
-    python benchmarks/run.py --record   # also write benchmarks/RESULTS.md (date, commit, machine)
+    python benchmarks/run.py              # the table (about 9 minutes)
+    python benchmarks/run.py --quick      # fewer edits and samples, to try the harness
+    python benchmarks/run.py --record     # also write benchmarks/RESULTS.md (date, commit, machine)
+    python benchmarks/run.py --only libs  # only some steps' rows (edits, cold, check, memory, real, libs)
+
+The `libs` rows need `.venv-libs` (`make libs`, which `make test` runs): without it they say so.
 
 Inputs are generated (benchmarks/generate.py) or downloaded from the package index
 (benchmarks/corpus.py: the real-code trees) under artifacts/bench/, never committed.
@@ -214,6 +217,82 @@ def bench_real(quick: bool) -> list[dict]:
     return rows
 
 
+def bench_libs(quick: bool) -> list[dict]:
+    """Issue 25: transformers, peft, timm, open_clip, torchvision, diffusers and sentence-transformers
+    installed in the analysis interpreter (.venv-libs, from `make libs`)."""
+    import lib_bench
+
+    say("== libraries in the analysis interpreter (.venv-libs): check --no-cache with and without --python")
+    skipped = lib_bench.missing_libraries()
+    if skipped is not None:
+        say(f"   {skipped}")
+        return [row("libraries (transformers, peft, timm, open_clip, torchvision, diffusers, sentence-transformers) "
+                    "in the analysis interpreter", skipped, "-", None)]
+    paths = lib_bench.write_scripts(WORK)
+    runs = 3 if quick else 5
+    cli = lib_bench.bench_cli(paths, runs)
+    floor = lib_bench.bench_floor(paths[lib_bench.ALL_LABEL].parent, runs)
+    say(f"   {lib_bench.FLOOR}: {floor}")
+    rows = []
+    for label, result in cli.items():
+        libs, plain = result["libs"], result["plain"]
+        holds = libs["wall"] <= 1.0 and libs["peak"] <= 300 * MB and result["equal"]
+        rows.append(row(
+            f"libraries, `check --no-cache --python .venv-libs/bin/python`: {label}, "
+            f"`{paths[label].name}` ({result['lines']} lines); without `--python` for comparison",
+            f"{libs['wall']:.2f} s (CPU {libs['cpu']:.2f} s), {libs['peak'] / MB:.0f} MB, {_findings(libs['findings'])}; "
+            f"without: {plain['wall']:.2f} s (CPU {plain['cpu']:.2f} s), {plain['peak'] / MB:.0f} MB, "
+            f"{_findings(plain['findings'])} ({'equal' if result['equal'] else 'DIFFERENT'}; median wall of {runs} runs each, largest peak RSS)",
+            "<= 1 s, <= 300 MB, equal findings", holds,
+        ))
+    rows.append(row(
+        f"libraries, reference: the CLI's own start-up, same command on a one-line file (`{lib_bench.FLOOR}`)",
+        f"{floor['wall']:.2f} s (CPU {floor['cpu']:.2f} s), {floor['peak'] / MB:.0f} MB (median wall of {runs} runs)",
+        "-", None,
+    ))
+    starts = 1 if quick else 3
+    say(f"== libraries: a new server initialized with {{\"python\": \".venv-libs/bin/python\"}} opens the all-libraries file ({starts} starts)")
+    everything = paths[lib_bench.ALL_LABEL]
+    server = lib_bench.bench_server(everything, starts)
+    expected = sorted((line, code) for line, _, code, _ in lib_bench.run_cli(everything, lib_bench.LIBS_PYTHON)["findings"])
+    agree = server["same"] and server["diagnostics"] == expected
+    rows.append(row(
+        f"libraries, new server (initializationOptions python = .venv-libs/bin/python): didOpen `{everything.name}` "
+        "-> first diagnostics",
+        f"{server['first']:.2f} s (median of {server['starts']}; from the spawn {server['spawn']:.2f} s, initialize "
+        f"{server['initialize']:.2f} s); {len(server['diagnostics'])} diagnostics, equal to check's findings: "
+        f"{'yes' if agree else 'NO'}",
+        "<= 1 s", server["first"] <= 1.0 and agree,
+    ))
+    rows.append(row("libraries, same server: peak RSS (VmHWM) after the first diagnostics",
+                    f"{server['peak'] / MB:.0f} MB", "<= 300 MB", server["peak"] <= 300 * MB))
+    say("== libraries: what jedi is asked and does (one counted check --no-cache --python .venv-libs/bin/python per file)")
+    jedi = lib_bench.bench_jedi(paths)
+    questions = sum(r["questions"] for r in jedi.values())
+    library_questions = sum(r["library_questions"] for r in jedi.values())
+    steps = sum(r["steps"] for r in jedi.values())
+    imported = sum(r["jedi_imported"] for r in jedi.values())
+    read: dict[str, int] = {}
+    for result in jedi.values():
+        for library, count in result["library_read"].items():
+            read[library] = read.get(library, 0) + count
+    every = jedi[lib_bench.ALL_LABEL]
+    rows.append(row(
+        f"libraries, no unbounded jedi walk: jedi questions (Workspace.module_attribute) and inference steps over "
+        f"the {len(jedi)} files, with .venv-libs",
+        f"{questions} questions ({library_questions} about names of the seven libraries), {steps} jedi steps, jedi "
+        f"imported in {imported} of {len(jedi)} runs; library modules read as text (for names the tables lack): "
+        f"{', '.join(f'{name} {count}' for name, count in sorted(read.items())) or 'none'}, "
+        f"{sum(every['library_read'].values())} of them for `{paths[lib_bench.ALL_LABEL].name}`",
+        "0 questions about library names", library_questions == 0,
+    ))
+    return rows
+
+
+def _findings(count: int) -> str:
+    return f"{count} finding{'' if count == 1 else 's'}"
+
+
 def bench_memory(quick: bool) -> list[dict]:
     edits = 600 if quick else 5000
     say(f"== memory: {edits} keystrokes over 20 open files")
@@ -307,13 +386,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer edits and samples")
     parser.add_argument("--record", action="store_true", help="write benchmarks/RESULTS.md")
-    parser.add_argument("--only", choices=("edits", "cold", "check", "memory", "real"), action="append")
+    parser.add_argument("--only", choices=("edits", "cold", "check", "memory", "real", "libs"), action="append",
+                        help="run only these steps (repeatable)")
     args = parser.parse_args(argv)
+    if args.record and args.only:
+        parser.error("--record writes the whole table: run every step (no --only)")
     WORK.mkdir(parents=True, exist_ok=True)
     header = f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, commit {commit()}, {machine()}"
     started = time.perf_counter()
     rows: list[dict] = []
-    steps = {"edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real}
+    steps = {"edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real,
+             "libs": bench_libs}
     for name, step in steps.items():
         if args.only and name not in args.only:
             continue

@@ -14,8 +14,10 @@ import pytest
 from support import cases as harness
 from support import forkserver
 from support.cases import MODE_ENV, discover_cases, expected_outcome_problems, run_case
+from support.libs import require_libs_python
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
+LIBRARY_CASES_DIR = CASES_DIR.parent / "library_cases"
 BY_NAME = {case.name: case for case in discover_cases(CASES_DIR)}
 
 REPRESENTATIVE = [
@@ -77,14 +79,49 @@ def test_fork_server_run_equals_a_cold_run(name, mode, monkeypatch):
     assert expected_outcome_problems(case, forked, mode) == expected_outcome_problems(case, cold, mode) == []
 
 
-def test_fork_server_imports_leave_nothing_a_case_could_see():
+@pytest.mark.ground_truth
+def test_fork_server_run_of_a_library_case_equals_a_cold_run(monkeypatch):
+    """Library cases run in a fork server started by the libraries' interpreter (.venv-libs)."""
+    require_libs_python()
+    # a project (trainer.py beside main.py) whose FAB001 is fixed and run again
+    (case,) = [c for c in discover_cases(LIBRARY_CASES_DIR) if c.name == "lib_transformers_rlhf_make_experience"]
+    cold, forked = _both_ways(monkeypatch, case, MODE_ENV["plain"])
+    assert _protocol_view(forked) == _protocol_view(cold)
+    assert expected_outcome_problems(case, forked, "plain") == expected_outcome_problems(case, cold, "plain") == []
+
+
+CWD_GLOBALS_PROBE = """\
+# ground-truth: libs
+import importlib, os, json
+import lightning  # with the libraries installed this imports rich and transformers, which note the cwd
+import rich
+auto_docstring = importlib.import_module("transformers.utils.auto_docstring")
+print(json.dumps([os.path.relpath(rich._IMPORT_CWD), os.path.relpath(auto_docstring.PATH_TO_TRANSFORMERS)]))
+"""
+
+
+@pytest.mark.ground_truth
+def test_fork_server_child_sees_its_own_cwd_in_module_globals(tmp_path, monkeypatch):
+    require_libs_python()
+    case = _probe_case(tmp_path, CWD_GLOBALS_PROBE)
+    cold, forked = _both_ways(monkeypatch, case, MODE_ENV["plain"])
+    assert cold.returncode == forked.returncode == 0, forked.stderr[-2000:]
+    assert forked.stdout == cold.stdout == '[".", "src/transformers"]\n'
+
+
+@pytest.mark.parametrize("interpreter", ["tests", "libraries"])
+def test_fork_server_imports_leave_nothing_a_case_could_see(interpreter):
     env = harness_env()
-    server = forkserver.server_for(env)
+    python = None
+    if interpreter == "libraries":
+        python = require_libs_python()
+        env.update(harness.LIBS_RUN_ENV)
+    server = forkserver.server_for(env, python)
     assert server is not None, forkserver.unavailable_reasons()
     assert server.import_output == ""
     # Module globals that captured the server's cwd / script path / __main__; each is reset in every child.
     reset = {"multiprocessing.process.ORIGINAL_DIR", "sys.modules['__mp_main__']", "sys.argv", "sys.orig_argv", "sys.path"}
-    assert set(server.leaks) <= reset, server.leaks
+    assert set(server.leaks) <= reset | set(server.rebased), server.leaks
 
 
 def harness_env() -> dict[str, str]:

@@ -1,5 +1,7 @@
-"""The labels of fixtures/cases are facts: each case runs under real Lightning on the CPU and must fail
-exactly where its labels say (fixtures/README.md), in every mode of the README table that applies.
+"""The labels of fixtures/cases and fixtures/library_cases are facts: each case runs under real Lightning on the
+CPU and must fail exactly where its labels say (fixtures/README.md), in every mode of the README table that
+applies. Library cases (`# ground-truth: libs`) run with the pinned libraries' interpreter (.venv-libs, see
+support/libs.py): skipped without it, failed without it when FABRIC_LSP_REQUIRE_LIBS=1.
 
 The second half checks the harness itself with tiny programs that raise the rules' messages without
 Lightning (fast), so a harness that cannot fail would be caught.
@@ -7,6 +9,7 @@ Lightning (fast), so a harness that cannot fail would be caught.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -14,15 +17,19 @@ import pytest
 
 from support.cases import (
     MODE_ENV,
+    LibsMissing,
     applicable_modes,
     discover_cases,
     expected_outcome_problems,
     parse_traceback,
     run_case,
 )
+from support.libs import LIBS_PYTHON_ENV, REQUIRE_LIBS_ENV, require_libs_python
 
-CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
-CASES = discover_cases(CASES_DIR)
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CASES_DIR = FIXTURES / "cases"
+LIBRARY_CASES_DIR = FIXTURES / "library_cases"
+CASES = discover_cases(CASES_DIR) + discover_cases(LIBRARY_CASES_DIR)
 
 
 def _case_mode_params():
@@ -38,6 +45,16 @@ def test_cases_are_discovered_with_unique_names():
     assert len(names) == len(set(names))
 
 
+def test_library_cases_and_only_they_run_with_the_libraries():
+    # fixtures/cases is analysed and run with the main test environment only (other tests compare its
+    # findings with its labels as a whole); everything that imports the pinned libraries sits apart.
+    library_cases = discover_cases(LIBRARY_CASES_DIR)
+    assert len(library_cases) >= 25
+    assert [case.name for case in library_cases if not case.libs] == []
+    assert [case.name for case in discover_cases(CASES_DIR) if case.libs] == []
+    assert all(case.name.startswith("lib_") for case in library_cases)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_case_labels_are_well_formed(case):
     # Also covers skipped cases, which are never run.
@@ -47,6 +64,8 @@ def test_case_labels_are_well_formed(case):
 @pytest.mark.ground_truth
 @pytest.mark.parametrize(("case", "mode"), list(_case_mode_params()))
 def test_case_runs_as_labelled(case, mode):
+    if case.libs:
+        require_libs_python()
     result = run_case(case, MODE_ENV[mode])
     assert expected_outcome_problems(case, result, mode) == []
 
@@ -292,3 +311,56 @@ def test_harness_rejects_a_getattr_call_that_stays_unlabelled(tmp_path):
     body = 'getattr(model, "encode")(1)  # expect: FAB001 error\ngetattr(model, "decode")(2)\n'
     problems = _problems(tmp_path, body)
     assert len(problems) == 1 and "fab001_probe.py:" in problems[0], problems
+
+
+# --------------------------------------------------------------------------- library cases
+
+LIBS_PROBE = (
+    "# ground-truth: libs\n"
+    '"""Runs only where the pinned libraries are installed."""\n'
+    "import os, sys\n"
+    "import lightning  # so the run goes through the fork server, as the library cases' runs do\n"
+    "import transformers\n"
+    'print(sys.executable, os.environ.get("HF_HUB_OFFLINE"))\n'
+) + FAKE_WRAPPER
+
+
+def test_harness_runs_a_libs_case_with_the_libraries_interpreter(tmp_path):
+    python = require_libs_python()
+    (tmp_path / "libs_probe.py").write_text(LIBS_PROBE + "model.encode(1)  # expect: FAB001 error\n", encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert case.libs and case.label_errors == ()
+    result = run_case(case, MODE_ENV["plain"], timeout=120)
+    assert expected_outcome_problems(case, result, "plain") == []
+    assert len(result.steps) == 2  # failed at the label, fixed, ran clean
+    for step in result.steps:
+        executable, offline = step.stdout.split()[:2]
+        assert os.path.realpath(executable) == os.path.realpath(python) and offline == "1"
+    assert result.steps[0].via == "fork-server", result.steps[0].stderr[-2000:]
+
+
+def test_harness_names_a_missing_libraries_interpreter(tmp_path, monkeypatch):
+    (tmp_path / "libs_probe.py").write_text(LIBS_PROBE, encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    monkeypatch.setenv(LIBS_PYTHON_ENV, str(tmp_path / "no-such-venv" / "bin" / "python"))
+    with pytest.raises(LibsMissing, match=r"libs_probe is a '# ground-truth: libs' case, but .*make libs"):
+        run_case(case, MODE_ENV["plain"])
+    monkeypatch.delenv(REQUIRE_LIBS_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no-such-venv"):
+        require_libs_python()
+    monkeypatch.setenv(REQUIRE_LIBS_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match=f"{REQUIRE_LIBS_ENV}=1"):
+        require_libs_python()
+
+
+def test_harness_reports_misplaced_and_malformed_libs_markers(tmp_path):
+    (tmp_path / "a.py").write_text("# ground-truth: lib\nimport lightning\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("import lightning\n# ground-truth: libs\n", encoding="utf-8")
+    project = tmp_path / "c"
+    project.mkdir()
+    (project / "main.py").write_text("# ground-truth: libs\nimport helper\n", encoding="utf-8")
+    (project / "helper.py").write_text("# ground-truth: libs\n", encoding="utf-8")
+    a, b, c = discover_cases(tmp_path)
+    assert not a.libs and any("malformed marker" in e for e in a.label_errors), a.label_errors
+    assert not b.libs and any("leading comment block" in e for e in b.label_errors), b.label_errors
+    assert c.libs and any("must sit once" in e for e in c.label_errors), c.label_errors

@@ -22,6 +22,7 @@ import pytest
 from fabric_lsp.analysis import libraries
 from fabric_lsp.analysis.libraries import LibraryTableError
 from support.cases import _SCRUBBED_ENV_NAMES, _SCRUBBED_ENV_PREFIXES
+from support.libs import require_libs_python
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = REPO_ROOT / "scripts" / "generate_library_tables.py"
@@ -231,13 +232,7 @@ def test_malformed_table_is_a_clear_error(monkeypatch):
 
 @pytest.fixture(scope="module")
 def libs_python() -> str:
-    python = os.environ.get("FABRIC_LSP_LIBS_PYTHON") or str(REPO_ROOT / ".venv-libs" / "bin" / "python")
-    if not Path(python).exists():
-        reason = f"{python} is missing: run `make libs` to test the library tables against the libraries"
-        if os.environ.get("FABRIC_LSP_REQUIRE_LIBS") == "1":
-            pytest.fail(reason + " (FABRIC_LSP_REQUIRE_LIBS=1)")
-        pytest.skip(reason)
-    return python
+    return require_libs_python()
 
 
 def _generate(python: str, output: Path, *args: str) -> subprocess.CompletedProcess:

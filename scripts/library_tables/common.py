@@ -279,14 +279,16 @@ class LibraryTables:
         """Look for obj's public spellings (classes of this library are looked up anyway)."""
         self._exported_objects[qualname(obj)] = obj
 
-    def _spellings(self, obj: Any) -> list[str]:
+    def _spellings(self, obj: Any, defining_modules: Iterable[str] = ()) -> list[str]:
         """The public modules that give obj under its own name: the library's top package, the package
-        that holds obj's defining module, and the library's listed public modules."""
+        that holds obj's defining module, the library's listed public modules, and the modules that
+        define the described classes (which import what they use: `from timm.models.vision_transformer
+        import PatchEmbed` is how models reach a layer, and the analysis must know it without the library)."""
         name = getattr(obj, "__name__", None)
         if name is None or name != obj.__qualname__:  # nested or renamed: only its defining name
             return []
         parent = obj.__module__.rpartition(".")[0]
-        modules = [self.library, parent, *self.public_modules]
+        modules = [self.library, parent, *self.public_modules, *defining_modules]
         spellings = []
         for module_name in dict.fromkeys(module for module in modules if module and module != obj.__module__):
             try:
@@ -382,8 +384,10 @@ class LibraryTables:
         exports: dict[str, dict[str, list[str]]] = {}
         objects = {name: cls for name, cls in self.classes.items() if top_package(cls.__module__) == self.library}
         objects.update(self._exported_objects)
+        defining_modules = sorted({obj.__module__ for obj in objects.values()
+                                   if top_package(obj.__module__) == self.library and inspect.isclass(obj)})
         for defining, obj in sorted(objects.items()):
-            for public_module in self._spellings(obj):
+            for public_module in self._spellings(obj, defining_modules if inspect.isclass(obj) else ()):
                 exports.setdefault(public_module, {}).setdefault(obj.__module__, []).append(obj.__name__)
         return {"classes": classes, "exports": exports, "factories": self.factories}
 

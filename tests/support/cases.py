@@ -8,17 +8,20 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
     ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls)``, ``line`` 1-based, ``cls``
     the ``class=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
-    comment block of the entry, else None) and ``label_errors`` (malformed labels; they are problems).
+    comment block of the entry, else None), ``libs`` (``# ground-truth: libs`` there: the case imports the
+    pinned libraries and runs with their interpreter, ``support.libs.libs_python()``) and ``label_errors``
+    (malformed labels and markers; they are problems).
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
     labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
 
 ``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
-    Copies the case to a temporary directory and runs its entry there with the current interpreter,
-    ``CUDA_VISIBLE_DEVICES=""``, a clean distributed environment (no inherited ``MASTER_PORT``,
-    ``LT_*``, ``RANK``...; Lightning picks a free port per run) plus ``extra_env`` (``MODE_ENV[mode]``),
-    and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
+    Copies the case to a temporary directory and runs its entry there with the current interpreter (a
+    ``libs`` case: ``case_python(case)``, the libraries' one, with ``LIBS_RUN_ENV`` (``HF_HUB_OFFLINE=1``...)
+    so nothing can be downloaded; ``LibsMissing`` when it does not exist), ``CUDA_VISIBLE_DEVICES=""``, a
+    clean distributed environment (no inherited ``MASTER_PORT``, ``LT_*``, ``RANK``...; Lightning picks a
+    free port per run) plus ``extra_env`` (``MODE_ENV[mode]``), and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
     class, first line of the message, and the innermost frame inside the case's files -> (file, line);
     with several ranks only rank 0's lines are read.
     When a run fails with a rule's exception at a label, the fix for that label is applied to the copy
@@ -69,7 +72,7 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support import forkserver
+from support import forkserver, libs
 
 MODES = ("plain", "ddp")
 # LT_STRATEGY is what `fabric run --strategy ddp` sets; without LT_CLI_USED it silently replaces
@@ -136,6 +139,9 @@ _LABEL_RE = re.compile(
     r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?\s*$"
 )
 _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
+_LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
+# Added to a libs case's environment: the libraries must never reach the network (models come from configs).
+LIBS_RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
 _FRAME_RE = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+)(?:, in .*)?$')
 _EXC_LINE_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?:: (?P<msg>.*))?$")
@@ -165,6 +171,7 @@ class Case:
     labels: tuple[Label, ...]
     skip_reason: str | None = None
     label_errors: tuple[str, ...] = ()
+    libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
 
     @property
     def root(self) -> Path:
@@ -265,13 +272,15 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         labels += file_labels
         errors += file_errors
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
-    markers = sum(
-        len(re.findall(r"^\s*#\s*ground-truth:\s*skip\b", (base / rel).read_text(encoding="utf-8"), re.M))
-        for rel in files
-    )
-    if markers > (skip_reason is not None):
-        errors.append("'# ground-truth: skip' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors))
+    needs_libs = _parse_libs(entry.read_text(encoding="utf-8"))
+    for marker, present in (("skip", skip_reason is not None), ("libs", needs_libs)):
+        markers = sum(
+            len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
+            for rel in files
+        )
+        if markers > present:
+            errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -311,8 +320,11 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         labels.append(Label(rel, line, code, severity, cls))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not _SKIP_RE.match(tok.string):
-                errors.append(f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>')")
+            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string)):
+                errors.append(
+                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>' or"
+                    " '# ground-truth: libs')"
+                )
     return labels, errors
 
 
@@ -327,6 +339,18 @@ def _parse_skip(entry_source: str) -> str | None:
         if m:
             return m["reason"].strip()
     return None
+
+
+def _parse_libs(entry_source: str) -> bool:
+    for raw in entry_source.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("#"):
+            return False  # only the leading comment block counts
+        if _LIBS_RE.match(line):
+            return True
+    return False
 
 
 def label_class(case: Case, label: Label) -> str | None:
@@ -415,7 +439,18 @@ def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
     return dataclasses.replace(step, port_retries=attempt)
 
 
+def case_python(case: Case) -> str:
+    """The interpreter a case runs with: the libraries' one for a ``libs`` case, else the current one."""
+    if not case.libs:
+        return sys.executable
+    reason = libs.missing_reason()
+    if reason is not None:
+        raise LibsMissing(f"{case.name} is a '# ground-truth: libs' case, but {reason}")
+    return libs.libs_python()
+
+
 def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) -> RunStep:
+    python = case_python(case)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -427,6 +462,8 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
         PYTHONDONTWRITEBYTECODE="1",
         OMP_NUM_THREADS="1",  # the machine is small and shared; cases are tiny
     )
+    if case.libs:
+        env.update(LIBS_RUN_ENV)
     env.update(extra_env)
     workdir = Path(tempfile.mkdtemp(prefix=f"gt-{case.name}-"))
     try:
@@ -436,12 +473,12 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
             (workdir / rel).write_text(text, encoding="utf-8")
         started = time.monotonic()
         via = "fork-server"
-        done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case)) if (
+        done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case), python) if (
             USE_FORK_SERVER and _fork_server_ok(case, sources)
         ) else None
         if done is None:
             via = "subprocess"
-            done = _run_cold(case.entry_name, workdir, env, timeout)
+            done = _run_cold(case.entry_name, workdir, env, timeout, python)
         stdout, stderr, timed_out = done.stdout, done.stderr, done.timed_out
         seconds = time.monotonic() - started
         exc_class, exc_message, frames = parse_traceback(stderr) if done.returncode else (None, None, [])
@@ -467,10 +504,12 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
     return dataclasses.replace(step, rule=rule, hit=hit, warned_hit=warned_hit)
 
 
-def _run_cold(entry_name: str, workdir: Path, env: dict[str, str], timeout: float) -> forkserver.Completed:
+def _run_cold(
+    entry_name: str, workdir: Path, env: dict[str, str], timeout: float, python: str | None = None
+) -> forkserver.Completed:
     """`python <entry>` as a fresh interpreter: the reference the fork server is checked against."""
     proc = subprocess.Popen(
-        [sys.executable, entry_name],
+        [python or sys.executable, entry_name],
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,
@@ -586,6 +625,10 @@ def _labels_hit(case: Case, step: RunStep) -> tuple[str | None, tuple[Label, ...
 
 class _NoFix(Exception):
     pass
+
+
+class LibsMissing(RuntimeError):
+    """A libs case was asked to run but the libraries' interpreter does not exist."""
 
 
 def _apply_fix(source: str, label: Label, step: RunStep) -> str:

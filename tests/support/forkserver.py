@@ -7,8 +7,11 @@ into what ``python <entry>`` would have been at the point where the case imports
 
 Client side (used by ``support.cases``)::
 
-    completed = run_python(entry, cwd, env, timeout, names=case_module_names)
+    completed = run_python(entry, cwd, env, timeout, names=case_module_names, python=interpreter)
     # -> Completed(returncode, stdout, stderr, timed_out) or None (then run the program cold)
+
+``python`` (default: the client's own interpreter) is the interpreter the server runs in, so its children are
+what ``<python> <entry>`` would have been; each interpreter gets servers of its own.
 
 ``None`` means the fork server must not or cannot run this program: forced off with
 ``FABRIC_LSP_GROUND_TRUTH_COLD=1``, no ``fork`` on this platform, the server failed to start (its
@@ -18,7 +21,9 @@ directory instead.
 
 The child (see ``_become_program``), before the program's first line: its own session (so a timeout can
 kill its process group: ``os.killpg``), stdout/stderr on the caller's pipes, stdin inherited from the
-caller (as ``subprocess.Popen`` does), ``os.chdir(cwd)``, ``os.environ`` replaced by ``env`` (Lightning
+caller (as ``subprocess.Popen`` does), ``os.chdir(cwd)``, module globals that hold the server's cwd as a path
+rebased onto ``cwd`` (``rich._IMPORT_CWD``, transformers' ``PATH_TO_TRANSFORMERS``: with the libraries installed,
+importing Lightning imports them), ``os.environ`` replaced by ``env`` (Lightning
 reads it only later, in ``Fabric(...)``), ``sys.argv == [entry]`` (relative: Lightning's
 ``_SubprocessScriptLauncher`` re-runs ``sys.executable`` + ``abspath(sys.argv[0])``), ``sys.orig_argv``,
 ``sys.path[0]`` the script's directory, a fresh ``__main__`` module (``__file__`` absolute, the attributes
@@ -124,6 +129,35 @@ def _leaks(server_main, marks: tuple[str, ...]) -> list[str]:
     return sorted(found)
 
 
+def _cwd_globals(server_cwd: str) -> list[tuple[str, str]]:
+    """(module, attribute) of module globals that are a path at or under the server's cwd, a str or a pathlib
+    path, as `os.path.abspath(os.getcwd())` or `Path("src").resolve()` at import time give (rich, transformers):
+    each child rebases them onto its own cwd, which is what a cold run's imports would have computed."""
+    found = []
+    for modname, module in list(sys.modules.items()):
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if isinstance(value, str) or (isinstance(value, os.PathLike) and type(value).__module__ == "pathlib"):
+                text = os.fspath(value)
+                if isinstance(text, str) and (text == server_cwd or text.startswith(server_cwd + os.sep)):
+                    found.append((modname, attr))
+    return sorted(found)
+
+
+def _rebase_cwd_globals(values: list[tuple[str, str]], server_cwd: str) -> None:
+    cwd = os.getcwd()
+    for modname, attr in values:
+        module = sys.modules.get(modname)
+        value = getattr(module, attr, None)
+        if module is None or value is None:
+            continue
+        text = cwd + os.fspath(value)[len(server_cwd):]
+        setattr(module, attr, text if isinstance(value, str) else type(value)(text))
+
+
 def _serve(sock_fd: int):
     """Import PRELOAD, then fork one child per request. Returns only in a child: (request, code_path)."""
     sock = socket.socket(fileno=sock_fd)
@@ -182,6 +216,7 @@ def _serve(sock_fd: int):
     looked_up = (recorder.names | {n.partition(".")[0] for n in sys.modules}) - {
         n.partition(".")[0] for n in _STARTUP_MODULES
     }
+    rebased = _cwd_globals(server_cwd)
     _send(
         sock,
         {
@@ -189,6 +224,7 @@ def _serve(sock_fd: int):
             "pid": os.getpid(),
             "import_output": captured.decode("utf-8", "replace"),
             "leaks": _leaks(server_main, (server_cwd, script)),
+            "rebased": [f"{modname}.{attr}" for modname, attr in rebased],
             "import_env": {"set": env_set, "unset": env_unset},
         },
     )
@@ -211,7 +247,9 @@ def _serve(sock_fd: int):
         sys.stdout.flush(), sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            return _become_program(request, fds, sock, server_main, captured, (env_set, env_unset))
+            return _become_program(
+                request, fds, sock, server_main, captured, (env_set, env_unset), (rebased, server_cwd)
+            )
         for fd in fds:
             os.close(fd)
         _send(sock, {"pid": pid})
@@ -249,7 +287,9 @@ def _wait_child(sock: socket.socket, pid: int) -> int | None:
             os.close(pidfd)
 
 
-def _become_program(request: dict, fds: list[int], sock: socket.socket, server_main, captured: bytes, import_env):
+def _become_program(
+    request: dict, fds: list[int], sock: socket.socket, server_main, captured: bytes, import_env, cwd_globals
+):
     """In the forked child: turn into `python <entry>` at its first line. Returns the program's path."""
     os.setsid()
     sock.close()
@@ -261,6 +301,7 @@ def _become_program(request: dict, fds: list[int], sock: socket.socket, server_m
         os.write(2, captured)
     cwd = request["cwd"]
     os.chdir(cwd)
+    _rebase_cwd_globals(*cwd_globals)
     os.environ.clear()  # os.environ's methods call putenv/unsetenv: the C environment follows
     os.environ.update(request["env"])
     env_set, env_unset = import_env  # what the imports did to the environment, as they would have done here
@@ -359,7 +400,7 @@ def _client_imports():
 
 
 class _Server:
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], python: str | None = None):
         atexit, _, _, subprocess, tempfile, _, _, _ = _client_imports()
         self.workdir = tempfile.mkdtemp(prefix="gt-forkserver-")
         cwd = os.path.join(self.workdir, "cwd")
@@ -367,7 +408,7 @@ class _Server:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), str(theirs.fileno())],
+                [python or sys.executable, os.path.abspath(__file__), str(theirs.fileno())],
                 cwd=cwd,
                 env=env,
                 stdout=subprocess.PIPE,  # pipes, as a case's are; the server itself writes nothing
@@ -390,6 +431,7 @@ class _Server:
         self.pid = reply["pid"]
         self.import_output = reply["import_output"]
         self.leaks = reply["leaks"]
+        self.rebased = reply["rebased"]
         self.import_env_changes = reply["import_env"]
 
     def _server_stderr(self) -> str:
@@ -518,8 +560,12 @@ def import_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith(RUNTIME_ONLY_ENV_PREFIXES)}
 
 
-def server_for(env: dict[str, str]) -> _Server | None:
-    """The (lazily started) server for this import-time environment, or None when none can run."""
+def _key(env: dict[str, str], python: str | None) -> tuple:
+    return (python or sys.executable, *sorted(import_env(env).items()))
+
+
+def server_for(env: dict[str, str], python: str | None = None) -> _Server | None:
+    """The (lazily started) server for this interpreter and import-time environment, or None when none can run."""
     global _lock, _owner_pid
     _, _, _, _, _, threading, _, warnings = _client_imports()
     if _lock is None:
@@ -527,7 +573,7 @@ def server_for(env: dict[str, str]) -> _Server | None:
     if os.getpid() != _owner_pid:  # a forked copy of the client: its servers belong to the parent
         _servers.clear()
         _owner_pid = os.getpid()
-    key = tuple(sorted(import_env(env).items()))
+    key = _key(env, python)
     with _lock:
         server = _servers.get(key)
         if server is not None:
@@ -539,7 +585,7 @@ def server_for(env: dict[str, str]) -> _Server | None:
         while len(_servers) >= MAX_SERVERS:  # the least recently started one goes
             _servers.pop(next(iter(_servers))).close()
         try:
-            server = _servers[key] = _Server(import_env(env))
+            server = _servers[key] = _Server(import_env(env), python)
         except (ServerError, OSError) as exc:
             _servers.pop(key, None)
             _unavailable[key] = str(exc)
@@ -565,17 +611,20 @@ def unavailable_reasons() -> list[str]:
     return list(_unavailable.values())
 
 
-def run_python(argv0: str, cwd, env: dict[str, str], timeout: float, names=()) -> Completed | None:
-    """Run `python argv0` in cwd with exactly env, through a fork server. None: run it cold instead."""
+def run_python(
+    argv0: str, cwd, env: dict[str, str], timeout: float, names=(), python: str | None = None
+) -> Completed | None:
+    """Run `<python> argv0` (default: this interpreter) in cwd with exactly env, through a fork server. None: run
+    it cold instead."""
     if disabled_reason():
         return None
-    server = server_for(env)
+    server = server_for(env, python)
     if server is None:
         return None
     try:
         return server.run(argv0, cwd, env, timeout, names)
     except ServerError as exc:
-        _drop(tuple(sorted(import_env(env).items())), str(exc))
+        _drop(_key(env, python), str(exc))
         _client_imports()[-1].warn(f"ground truth: fork server failed ({exc}); this run goes cold", stacklevel=2)
         return None
 

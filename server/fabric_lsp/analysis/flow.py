@@ -796,6 +796,9 @@ class Solver:
                 else:
                     self._escape(function)
         self._define(child, frame)
+        if any(_last_name(d) in ("setter", "deleter") for d in node.decorator_list):
+            # `@x.setter def x(...)`: the property keeps its getter too
+            function = function | self._lookup(name, frame)
         self.assign(("name", name), function, frame)
 
     def _escape(self, values: frozenset) -> None:
@@ -942,6 +945,8 @@ class Solver:
     def store_attribute(self, objects: frozenset, name: str, values: frozenset) -> None:
         for obj in objects:
             if isinstance(obj, Instance) and isinstance(obj.cls, Class):
+                if self._property_setter(obj, name, values):
+                    continue
                 self.write(("field", obj.cls, name), self._with_declared(obj.cls, name, values))
             elif isinstance(obj, FabricValue) and obj.cls is not None:
                 self.write(("field", obj.cls, name), values)
@@ -965,6 +970,18 @@ class Solver:
                 if declared:
                     return (values - JUST_UNKNOWN) | declared
         return values
+
+    def _property_setter(self, obj: Instance, name: str, values: frozenset) -> bool:
+        """`obj.name = values` where the class binds `name` to a property with a setter: the setter
+        runs with the values (it stores them where the getter reads them). False when there is none."""
+        owner, bound = self.lookup_class_attribute(obj.cls, name)
+        if not isinstance(owner, Class) or owner.external:
+            return False
+        setters = [value for value in bound if isinstance(value, Function) and not value.external
+                   and "setter" in value.scope.decorator_names and len(value.scope.params) >= 2]
+        for setter in setters:
+            self._call_function(setter.scope, [(False, frozenset({obj})), (False, values)], [], None, None)
+        return bool(setters)
 
     def _store_element(self, container: Container, keys: frozenset, values: frozenset) -> None:
         for key in keys:
@@ -1250,6 +1267,8 @@ class Solver:
                     cls = receiver.cls
                 return (Bound(value, cls),)
             if kind == "property":
+                if "setter" in scope.decorator_names or "deleter" in scope.decorator_names:
+                    return ()  # read through its getter; a store runs it (_property_setter)
                 if isinstance(receiver, Class):
                     return (UNKNOWN,)
                 return tuple(self._call_function(scope, [(False, frozenset({receiver}))], [], None, None))
@@ -1894,6 +1913,10 @@ class Solver:
             modules = call.positional(0) | call.keyword("module")
             if not call.args and not call.keyword("module"):
                 modules = JUST_UNKNOWN
+            # A model already set up is refused ("A model should be passed only once to the setup
+            # method"): a wrapper that reaches here (`agent.actor = fabric.setup_module(agent.actor)`
+            # read without order) is no path of a program that runs.
+            modules = frozenset(value for value in modules if not isinstance(value, Wrapped))
             self.write(("setup_module", site), modules)
             self.write(("setup_fabric", site), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)

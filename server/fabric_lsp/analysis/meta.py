@@ -82,7 +82,13 @@ class MetaAnalyzer:
         if isinstance(cls, LibraryClass) and cls.in_tables:
             # A model of transformers, timm, ...: the modules the tables saw without reset_parameters,
             # reported as one offender: the first in module order (the one Lightning's TypeError names).
-            modules = library_models.unresettable(cls.qualified) or ()
+            modules = library_models.unresettable(cls.qualified)
+            if modules is None and library_models.owns_tensors(cls.qualified) == "always" \
+                    and library_models.has_reset_parameters(cls.qualified) is False:
+                # a library layer built as a child of a project module (the tables built it inside a model)
+                found.append(Offender(cls, cls.name, source, call, (), path))
+                return found
+            modules = modules or ()
             if modules:
                 first = modules[0]
                 owned = tuple(OwnedTensor(tensor, "tensor", None, None) for tensor in first.tensors)

@@ -252,6 +252,10 @@ class ModuleAnalyzer:
                         if inner.runs:
                             return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)`, which {inner.reason}", inner.certain)
                     elif child_cls is None:
+                        several = self._several_field_classes(cls, child, func.attr, depth)
+                        if several is not None:
+                            return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)`, which {several.reason}",
+                                              several.certain)
                         return RunsModule(True, f"calls `{self_name}.{child}.{func.attr}(...)` on a child module", certain=False)
                     continue
                 # super().method(...)
@@ -296,6 +300,32 @@ class ModuleAnalyzer:
         if kind == UNKNOWN:
             return RunsModule(True, f"calls `self.{attribute}(...)`, which may be a child module", certain=False)
         return None
+
+    def _several_field_classes(self, cls: ClassInfo, attribute: str, method: str, depth: int) -> RunsModule | None:
+        """`self.lm.generate(...)` where `self.lm` may be an instance of several known classes (a model
+        of `AutoModel if ... else AutoModelForCausalLM`): it runs a module when it does on every class
+        that has the method (one that lacks it fails with AttributeError either way); None when a class
+        is unknown or a verdict is not certain."""
+        from fabric_lsp.analysis.values import Instance, const
+
+        values = {value for value in self._field_values(cls, attribute) if value != const(None)}  # None.m(): not ours
+        if not values or not all(isinstance(value, Instance) for value in values):
+            return None
+        found = None
+        for value in sorted({value.cls for value in values}, key=repr):
+            ref = self.resolver.ref_of(value)
+            if ref is None:
+                return None
+            if isinstance(ref, LibraryClass) and ref.in_tables and library_models.lacks(ref.qualified, method):
+                continue  # AttributeError on this class, not this rule's error
+            owner, _ = self.resolver.find_attribute(ref, method)
+            if owner is None and isinstance(ref, ClassInfo):
+                continue
+            inner = self.runs_module(ref, method, depth + 1)
+            if not inner.runs or not inner.certain:
+                return None
+            found = found or inner
+        return found
 
     def _forward_runs_children(self, child_cls: ClassRef, depth: int) -> RunsModule | None:
         if isinstance(child_cls, ClassInfo):

@@ -210,12 +210,15 @@ class Program:
     def is_entry(self, scope: ir.Scope) -> bool:
         """A function (or class) nothing in the program names: called from outside (a CLI, a
         framework). Functions that reach code the analysis does not follow are found by the
-        value flow (flow.Solver: "escaped"). A constructor is named by its class: `__init__` is named
-        by every `super().__init__()`, but a class nothing names is built from outside (hydra's
-        `_target_`, a registry keyed by strings), so its `__init__` gets what its annotations say."""
-        if scope.name == "__init__" and scope.class_scope is not None:
+        value flow (flow.Solver: "escaped")."""
+        if scope.name not in self.referenced:
+            return True
+        # `__init__` is named by every `super().__init__(...)`; it is called from outside when its
+        # class is never named in the program (a trainer class built by a framework, hydra's `_target_`,
+        # a registry keyed by strings): its parameters then take what their annotations say.
+        if scope.class_scope is not None and scope.name in ("__init__", "__post_init__", "__call__"):
             return scope.class_scope.name not in self.referenced
-        return scope.name not in self.referenced
+        return False
 
     def attribute_assigned(self, name: str) -> bool:
         return name in self.assigned_attributes or "*" in self.assigned_attributes

@@ -313,7 +313,23 @@ class _Table:
             owner_name = self.exports.get(owner, owner)
             if owner_name in self.classes:
                 return f"{owner_name}.{attribute}"
+            # A re-export the tables do not list (`timm.models.vision_transformer.PatchEmbed`): the one
+            # class of the library with that name, if there is exactly one.
+            if attribute[:1].isupper():
+                found = self._short_names().get(attribute)
+                if found is not None and len(found) == 1:
+                    return found[0]
         return None
+
+    def _short_names(self) -> dict[str, tuple[str, ...]]:
+        index = self.__dict__.get("_short_name_index")
+        if index is None:
+            grouped: dict[str, list[str]] = {}
+            for name in sorted(set(self.classes) | self._defining):
+                if name.split(".", 1)[0] == self.library:
+                    grouped.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+            index = self.__dict__["_short_name_index"] = {key: tuple(value) for key, value in grouped.items()}
+        return index
 
     # -- classes
 

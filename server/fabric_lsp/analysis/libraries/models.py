@@ -131,6 +131,10 @@ def _resolve(spec: ReturnSpec, arguments: CallArguments, owner: str, factory: st
         if keyword.endswith("=False"):  # the result when it is passed as False
             keyword, wanted = keyword[: -len("=False")], "false"
         given = arguments.keyword(keyword)
+        if given is None and keyword == "trust_remote_code":
+            # A value from a config: taken as not set. Remote code for an Auto class is a model of the
+            # same kind (a PreTrainedModel with GenerationMixin for causal LMs); a literal True stays unknown.
+            continue
         if given is None:
             return None  # it may be passed: the tables cannot tell which result
         if given == wanted:
@@ -227,6 +231,15 @@ def method_kind(qualified: str, name: str) -> str | None:
     if len(kinds) != 1 or (family is not None and family.open and kinds == {"missing"}):
         return None
     return kinds.pop()
+
+
+def lacks(qualified: str, name: str) -> bool:
+    """No class the value may be (for an open family: its base, as the tables describe it) has `name`:
+    using it fails with AttributeError, whatever else."""
+    classes = candidates(qualified)
+    return bool(classes) and all(tables.find_attribute(cls, name) is None and not any(
+        (tables.library_class(k) or tables.library_class(cls)).custom_getattr for k in tables.mro(cls) if tables.library_class(k))
+        for cls in classes)
 
 
 def defines(qualified: str, name: str) -> bool:
