@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, describe, sort_key
+from fabric_lsp.analysis.flow import MAX_ORDERED_WRAPS, Event, MetaTag, Solver, class_key, describe, sort_key
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.order import CallOrder
@@ -311,6 +311,10 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
         fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
     if order.notice:
         facts.notices.append(f"{facts.program.root}: {order.notice}")
+    if facts.solver.peek(("order_bound",)):
+        facts.notices.append(
+            f"{facts.program.root}: the order of setups was followed for {MAX_ORDERED_WRAPS} wrapped models on one "
+            "function's way (counted); past that a mark made anywhere counts as made before a call")
     facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.method))
 
 

@@ -78,6 +78,10 @@ MAX_MRO = 40
 STEPS_PER_SCOPE = 60  # interpretations allowed per scope of the program, on average
 MIN_STEPS = 1000
 MAX_LOOP_PASSES = 3
+# Models wrapped on one frame's way that carry their order (analysis/order.py); past it a further setup's
+# model is not carried (counted, so the same on every run): for it the old rule holds (a mark made anywhere
+# counts as made before a call). Carrying every setup made a file of 8k setups cost 18x one of 1k.
+MAX_ORDERED_WRAPS = 64
 MAX_CALL_VALUES = 32  # callees tried at one call site
 MAX_PARTIAL_DEPTH = 4
 # `fabric.setup()` call sites one program may hold: each carries tables and events, so this bounds a
@@ -1499,8 +1503,22 @@ class Solver:
             if frame is not None:
                 made = frozenset(v for v in self.read(("made", scope)) if isinstance(v, (Marked, Wrapped)))
                 if made:
-                    frame.marked = frame.marked | made
-                    self._made.update(made)
+                    self._carry(frame, made)
+
+    def _carry(self, frame: _Frame, happened: frozenset) -> None:
+        """Add marks and wrapped models to what happened on the frame's way (and to what this run made).
+        New wrapped models that would take the frame past MAX_ORDERED_WRAPS are all left out (all, not
+        some: which ones a set yields first is not fixed); the table ("order_bound",) says so (a table,
+        so an incremental run that does not interpret this scope again still knows)."""
+        new_wraps = frozenset(v for v in happened if isinstance(v, Wrapped)) - frame.marked
+        if new_wraps and len(frame.marked) + len(new_wraps) > MAX_ORDERED_WRAPS:  # (counted only then)
+            held = sum(1 for v in frame.marked if isinstance(v, Wrapped))
+            if held + len(new_wraps) > MAX_ORDERED_WRAPS:
+                self.write(("order_bound",), _TRUE)
+                happened = frozenset(v for v in happened if not isinstance(v, Wrapped))
+        if happened:
+            frame.marked = frame.marked | happened
+            self._made.update(happened)
 
     def _bind_call(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
@@ -1921,8 +1939,7 @@ class Solver:
             self.write(("setup_fabric", site), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)
             wrapped = Wrapped(site, frame.scope.path)
-            frame.marked = frame.marked | {wrapped}
-            self._made.add(wrapped)
+            self._carry(frame, frozenset({wrapped}))
             if method == "setup_module":
                 return frozenset({wrapped})
             optimizers = [values for starred, values in call.args[1:]]

@@ -12,7 +12,8 @@ happened between the root's entry and this scope's entry), one per way of reachi
 A call `wrapped.m(...)` is unmarked on a state when the model was wrapped on that way and not marked
 before the call. Where the order cannot be told, the old rule holds: a mark in another function counts
 as made before. That is the case for a model that may have been wrapped before the root was entered
-(its setup is not reached from the root), and for a scope with more than MAX_STATES entry states.
+(its setup is not reached from the root), for a scope with more than MAX_STATES entry states, and for
+a model wrapped past the first flow.MAX_ORDERED_WRAPS on one way (a frame does not carry it).
 """
 
 from __future__ import annotations
@@ -129,14 +130,13 @@ class CallOrder:
         skipped = 0
         states = self.states(scope)
         for root, made in states:
-            happened = made | before
-            if mark in happened:
+            if mark in made:  # (no union of made and before: a long way's sets would be copied per call)
                 continue
             if root is STAR:
                 if not marked_elsewhere:
                     return True
                 continue
-            if wrapped in happened:
+            if wrapped in made or wrapped in before:
                 return True  # wrapped on this way, and not marked before the call
             if setup_scope is not None and id(setup_scope) in self.reach(root):
                 skipped += 1  # wrapped later on this way: the call does not meet this model here
