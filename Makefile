@@ -86,7 +86,12 @@ vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 # The extension's unit tests (Node test runner), then every Python test, the VS Code workbench test included
 # (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping),
 # and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
-test: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
+# The three set-ups (test venv, library venv, editors) download and build independently: side by side.
+.PHONY: test-deps
+test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
+
+test:
+	@$(MAKE) --no-print-directory -j3 -O test-deps
 	cd vscode-client && npm test
 	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 -q
 

@@ -8,6 +8,7 @@ import gc
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -129,6 +130,46 @@ def cold_start(base: Path, text: str, env_extra: dict[str, str] | None = None, f
         return {"seconds": arrived - started, "initialize": initialized - started, "findings": len(params["diagnostics"])}
     finally:
         server.shutdown()
+
+
+def initialize_time(base: Path, runs: int = 5) -> dict:
+    """A new server process each run: seconds from spawning it to the `initialize` answer (median and
+    range), and the modules it had imported by then (counted in a separate run of the same server)."""
+    root = make_workspace(base, "startup")
+    seconds, floor = [], []
+    for _ in range(runs):  # interleaved with the floor: both see the same load
+        started = time.perf_counter()
+        server = ServerProcess(server_command(), str(root), server_env())
+        try:
+            server.initialize(str(root))
+            seconds.append(time.perf_counter() - started)
+        finally:
+            server.shutdown()
+        # The floor: a process that only imports pygls (lsprotocol's ~1,000 attrs classes are most of it).
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import pygls.lsp.server"], env=server_env(), check=True)
+        floor.append(time.perf_counter() - started)
+    return {"median": statistics.median(seconds), "min": min(seconds), "max": max(seconds), "runs": runs,
+            "pygls_import": statistics.median(floor), **_modules_at_initialize(root)}
+
+
+def _modules_at_initialize(root: Path) -> dict:
+    import json
+
+    probe = ("import json, sys\nfrom fabric_lsp.cli import main\nmain(['serve'])\n"
+             "sys.__stderr__.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n")
+    frames = b""
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}},
+                    {"jsonrpc": "2.0", "method": "exit"}):
+        body = json.dumps(message).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    completed = subprocess.run([sys.executable, "-c", probe], input=frames, capture_output=True, env=server_env(),
+                               cwd=root, timeout=120)
+    line = next((l for l in completed.stderr.decode(errors="replace").splitlines() if l.startswith("MODULES ")), None)
+    modules = json.loads(line[len("MODULES "):]) if line else []
+    return {"modules": len(modules), "fabric_lsp_modules": sum(m.split(".")[0] == "fabric_lsp" for m in modules),
+            "jedi_loaded": any(m.split(".")[0] in ("jedi", "parso") for m in modules)}
 
 
 def memory_replay(base: Path, edits: int = 5000, files: int = 20, per_session: int = 25, sample_every: int = 250) -> dict:

@@ -4,7 +4,7 @@ printed as one table. Ratios compare figures taken in the same run (these machin
     python benchmarks/run.py              # the table (about 9 minutes)
     python benchmarks/run.py --quick      # fewer edits and samples, to try the harness
     python benchmarks/run.py --record     # also write benchmarks/RESULTS.md (date, commit, machine)
-    python benchmarks/run.py --only libs  # only some steps' rows (edits, cold, check, memory, real, libs)
+    python benchmarks/run.py --only libs  # only some steps' rows (startup, edits, cold, check, memory, real, libs)
 
 The `libs` rows need `.venv-libs` (`make libs`, which `make test` runs): without it they say so.
 
@@ -79,6 +79,21 @@ def bench_edits(quick: bool) -> list[dict]:
         "<= 1.2x", plain["p95"] <= 1.2 * plain_parse,
     ))
     return rows
+
+
+def bench_startup(quick: bool) -> list[dict]:
+    say("== server start: spawn -> `initialize` answered (a new server process each run)")
+    started = lsp_bench.initialize_time(WORK, runs=3 if quick else 7)
+    say(f"   {started}")
+    return [
+        row("server start: spawn -> `initialize` answered (new process, no document yet)",
+            f"{started['median']:.2f} s (median of {started['runs']}; {started['min']:.2f}-{started['max']:.2f} s); "
+            f"{started['modules']} modules imported, {started['fabric_lsp_modules']} of fabric_lsp, "
+            f"jedi {'loaded' if started['jedi_loaded'] else 'not loaded'}; a process importing only pygls: "
+            f"{started['pygls_import']:.2f} s",
+            "<= pygls' import + 0.3 s, jedi not loaded",
+            started["median"] <= started["pygls_import"] + 0.3 and not started["jedi_loaded"]),
+    ]
 
 
 def bench_cold(quick: bool) -> list[dict]:
@@ -386,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer edits and samples")
     parser.add_argument("--record", action="store_true", help="write benchmarks/RESULTS.md")
-    parser.add_argument("--only", choices=("edits", "cold", "check", "memory", "real", "libs"), action="append",
+    parser.add_argument("--only", choices=("startup", "edits", "cold", "check", "memory", "real", "libs"), action="append",
                         help="run only these steps (repeatable)")
     args = parser.parse_args(argv)
     if args.record and args.only:
@@ -395,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, commit {commit()}, {machine()}"
     started = time.perf_counter()
     rows: list[dict] = []
-    steps = {"edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real,
+    steps = {"startup": bench_startup, "edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real,
              "libs": bench_libs}
     for name, step in steps.items():
         if args.only and name not in args.only:

@@ -147,3 +147,54 @@ def test_gitlab_commands(repository):
             else:
                 raise AssertionError(f"unexpected report {kind}")
     assert seen == {"codequality", "junit"}
+
+
+def _install_lines() -> set[str]:
+    lines = set()
+    for document in _blocks():
+        if not isinstance(document, dict):
+            continue
+        runs = [step.get("run", "") for job in document.get("jobs", {}).values() for step in job["steps"]]
+        runs += [line for job in document.values() if isinstance(job, dict) for line in job.get("script", [])]
+        lines |= {line.strip() for run in runs for line in run.splitlines() if line.strip().startswith("pip install")}
+    return lines
+
+
+def test_the_install_line_installs_a_working_fabric_lsp_alone(repository, tmp_path):
+    """Issue 29: the recipes installed `fabric-lsp` from PyPI, where it is not. Their install line is run
+    as written in a new virtual environment (the wheel built from this tree, where the recipe keeps it;
+    the dependencies from the package index), and a recipe's command then runs with that copy alone."""
+    (line,) = _install_lines()
+    argv = shlex.split(line)
+    assert argv[:2] == ["pip", "install"] and argv[2].endswith(".whl"), line
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "LICENSE", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "docs", source / "docs")
+    shutil.copytree(ROOT / "server", source / "server", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(source), "-w",
+                            str(tmp_path / "dist")], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    target = repository / argv[2]
+    assert wheel.name == target.name, "the recipe names another version's wheel"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(wheel, target)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", *argv, "--quiet"], cwd=repository, env=env,
+                               capture_output=True, text=True, timeout=900)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    (workflow,) = [d for d in _blocks() if isinstance(d, dict) and "jobs" in d]
+    command, _ = next((c, f) for c, f in _github_steps(workflow) if "sarif" in c)
+    result = subprocess.run([str(venv / "bin" / "fabric-lsp"), *shlex.split(command)[1:]], cwd=repository, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == _expected_status(command), result.stderr
+    origin = subprocess.run([str(venv / "bin" / "python"), "-c", "import fabric_lsp; print(fabric_lsp.__file__)"],
+                            env=env, capture_output=True, text=True, timeout=60).stdout
+    assert str(venv) in origin  # the installed copy, not this checkout's
+    sarif = json.loads((repository / "fabric-lsp.sarif").read_text())
+    assert {r["ruleId"] for r in sarif["runs"][0]["results"]} >= {"FAB001", "FAB002", "FAB003"}

@@ -73,12 +73,11 @@ def test_version(tmp_path):
     "argv, message",
     [
         ([], "a command is required"),
-        (["lint"], "invalid choice: 'lint'"),
+        (["lint"], "unknown command 'lint'"),
         (["check", "--format", "xml"], "invalid choice: 'xml'"),
         (["check", "--bogus"], "unrecognized arguments: --bogus"),
         (["check", "--select", "FAB001,FAB123"], "--select: unknown rule code 'FAB123'"),
         (["check", "--ignore", "E501"], "--ignore: unknown rule code 'E501'"),
-        (["check", "missing.py"], "missing.py: no such file or directory"),
         (["check", "--python", "no/such/python"], "--python: no interpreter at"),
         (["check", "--config", "nope.toml"], "--config: nope.toml: no such file"),
         (["check", "--jobs", "-1"], "--jobs: expected 0 (automatic) or a positive number"),
@@ -296,20 +295,32 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
 # --- configuration through the command line ------------------------------------------------------
 
 
-def test_config_problems_are_reported_and_the_run_continues(tmp_path, monkeypatch, capsys):
-    write(tmp_path / "pyproject.toml", '[tool.fabric-lsp]\nselect = ["FAB404"]\nexclude = ["skipme.py"]\nspeed = 3\n')
+@pytest.mark.parametrize("settings, line, problem", [
+    ('[tool.fabric-lsp]\nselect = ["FAB404"]\nexclude = ["skipme.py"]\n', 2,
+     "select: unknown rule code 'FAB404' (did you mean 'FAB004'?)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselect = ["FAB002", "FAB01"]\n', 3,
+     "select: unknown rule code 'FAB01' (did you mean 'FAB001'?)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nspeed = 3\n', 3, "speed: unknown key (known keys: select, "
+     "ignore, severity, python, exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, "
+     "extend-select, per-file-ignores, extend-exclude, respect-gitignore)"),
+    ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselct = ["FAB003"]\n', 3,
+     'selct: unknown key (did you mean "select"?)'),
+    ('[project]\nname = "p"\n[tool.fabric_lsp]\nselect = ["FAB003"]\n', 3,
+     '[tool.fabric_lsp]: unknown table (did you mean "[tool.fabric-lsp]"?); its settings are not used'),
+    ('[tool.fabric-lsp]\nselect = ["FAB003"\nhints = true\n', 3, "invalid TOML: Unclosed array (at line 3, column 1)"),
+], ids=["unknown-code", "one-bad-entry", "unknown-key", "misspelt-key", "misspelt-table", "broken-toml"])
+def test_config_mistakes_stop_the_run_with_status_2(tmp_path, settings, line, problem):
+    """Issue 29 item 2, as ruff: a mistake in a settings file is status 2 with the file, line, key and a
+    "did you mean", and nothing is checked with settings other than those written (no default widening
+    the run, no "All checks passed!")."""
+    write(tmp_path / "pyproject.toml", settings)
     write(tmp_path / "skipme.py", b"fabric\x00")  # excluded: would give a notice if read
-    write(tmp_path / "ok.py", CLEAN_SOURCE)
-    code, out, err = run(["check"], tmp_path, monkeypatch, capsys)
-    pyproject = tmp_path / "pyproject.toml"
-    assert code == 0 and out == "All checks passed!\n"
-    assert err.splitlines() == [
-        f"fabric-lsp: config: {pyproject}: select: unknown rule code 'FAB404' (known: FAB001, FAB002, FAB003, FAB004); "
-        "using the default",
-        f"fabric-lsp: config: {pyproject}: speed: unknown key (known keys: select, ignore, severity, python, "
-        "exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, "
-        "per-file-ignores, extend-exclude, respect-gitignore); using the default",
-    ]
+    write(tmp_path / "train.py", (CASES_DIR / "fab001_generate_ddp_literal.py").read_text())
+    for argv in (["check", "--no-cache"], ["check", "--no-cache", "--format", "sarif", "train.py"],
+                 ["check", "--no-cache", "--stdin-filename", "train.py", "-"]):
+        result = run_process(argv, tmp_path, input="x = 1\n")
+        assert result.returncode == 2 and result.stdout == "", (argv, result.stdout)
+        assert result.stderr.splitlines() == [f"fabric-lsp: config error: {tmp_path / 'pyproject.toml'}:{line}: {problem}"]
 
 
 def test_explicit_config_file_replaces_pyproject(tmp_path, monkeypatch, capsys):
@@ -707,3 +718,75 @@ def test_fab004_removal_fix_keeps_the_block_valid(tmp_path, monkeypatch, capsys)
     code, out, err = run(["check", "--format", "json", "shared.py"], tmp_path, monkeypatch, capsys)
     [item] = json.loads(out)
     assert (item["code"], item["fix"]) == ("FAB004", None)
+
+
+# --- --python: what uv accepts (issue 29 item 7) ------------------------------------------------
+
+MODEL_IN_VENV = '''from torch import nn
+
+
+class CharLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.head(x)
+
+    def generate(self, x):
+        return self(x)
+'''
+TRAIN_WITH_VENV_MODEL = '''from lightning.fabric import Fabric
+from venvmodels import CharLM
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+model = fabric.setup(CharLM())
+model.generate(None)
+'''
+
+
+def venv_with_model(folder: Path) -> Path:
+    """A virtual environment (python -m venv) whose site-packages holds the model class."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True,
+                   timeout=120)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    write(folder / "lib" / version / "site-packages" / "venvmodels" / "__init__.py", MODEL_IN_VENV)
+    return folder
+
+
+def test_python_accepts_a_path_a_venv_folder_and_a_name_on_path(tmp_path):
+    """As uv's --python: a path, a virtual environment's folder (absolute or relative, `env` alone), or
+    a name looked up on PATH; the interpreter chosen is the one analysed (the model in its packages)."""
+    project = tmp_path / "project"
+    venv = venv_with_model(project / "env")
+    write(project / "train.py", TRAIN_WITH_VENV_MODEL)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    write(tools / "fabric-test-python", f'#!/bin/sh\nexec {venv / "bin" / "python"} "$@"\n').chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    for value in (venv / "bin" / "python", venv, "env", "./env", "fabric-test-python"):
+        result = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--python", str(value),
+                                 "train.py"], cwd=project, env={**env, "PYTHONPATH": str(SERVER_DIR)},
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1 and "train.py:6:7: FAB001" in result.stdout, (value, result.stdout, result.stderr)
+        assert result.stderr == "", (value, result.stderr)
+    # A bare name is a name on PATH, never a file of the current folder (a repository could plant one).
+    write(project / "python9", "#!/bin/sh\nexit 0\n").chmod(0o755)
+    planted = run_process(["check", "--no-cache", "--python", "python9", "train.py"], project)
+    assert planted.returncode == 2
+    assert planted.stderr == "fabric-lsp: error: --python: no interpreter named 'python9' on PATH\n", planted.stderr
+
+
+@pytest.mark.parametrize("script, problem", [
+    ("#!/bin/sh\necho 'boom: no such module' >&2\nexit 3\n", "it exited with status 3: boom: no such module"),
+    ("#!/bin/sh\necho hello\n", "it is not a Python interpreter (it printed no sys.path)"),
+    (None, "cannot run it: Permission denied"),
+], ids=["fails", "not-python", "not-executable"])
+def test_a_broken_interpreter_is_a_one_line_error(tmp_path, script, problem):
+    write(tmp_path / "ok.py", CLEAN_SOURCE)
+    python = write(tmp_path / "bin" / "python", script or "not a program\n")
+    python.chmod(0o755 if script else 0o644)
+    result = run_process(["check", "--no-cache", "--python", python, "ok.py"], tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"fabric-lsp: error: --python: {python}: {problem}\n", result.stderr

@@ -112,6 +112,11 @@ def test_bad_override_keeps_the_files_value(tmp_path):
     assert problems == [
         "fabric-lsp: config: settings: select: unknown rule code 'NOPE' (known: FAB001, FAB002, FAB003, FAB004); not overriding"
     ]
+    # One bad entry among good ones: the good ones keep their meaning (never every rule).
+    config, problems = load_config(tmp_path, {"select": ["FAB002", "FAB01"]}, overrides_source="settings")
+    assert config.select == {"FAB002"}
+    assert problems == ["fabric-lsp: config: settings: select: unknown rule code 'FAB01' (did you mean 'FAB001'?); "
+                        "the others apply"]
 
 
 @pytest.mark.parametrize(
@@ -119,9 +124,9 @@ def test_bad_override_keeps_the_files_value(tmp_path):
     [
         ('select = ["FAB001", "FAB999"]', "select", "unknown rule code 'FAB999' (known: FAB001, FAB002, FAB003, FAB004)"),
         ('select = "FAB001"', "select", "expected a list of rule codes, got string 'FAB001'"),
-        ("ignore = [1]", "ignore", "expected a list of rule codes, found integer 1"),
+        ("ignore = [1]", "ignore", "found integer 1"),
         ('severity = "error"', "severity", "expected a table of code = severity, got string 'error'"),
-        ('severity = {FAB009 = "error"}', "severity", "unknown rule code 'FAB009' (known: FAB001, FAB002, FAB003, FAB004)"),
+        ('severity = {FAB009 = "error"}', "severity", "unknown rule code 'FAB009' (did you mean 'FAB004'?)"),
         ('severity = {FAB001 = "fatal"}', "severity", "FAB001: expected one of error, warning, information, hint, got 'fatal'"),
         ("python = 3", "python", "expected a path to a Python interpreter, got integer 3"),
         ('exclude = "build"', "exclude", "expected a list of strings, got string 'build'"),
@@ -132,6 +137,7 @@ def test_bad_override_keeps_the_files_value(tmp_path):
         ("colour = true", "colour", "unknown key (known keys: select, ignore, severity, python, exclude, "
          "extend-records, hints, max-file-size, include, extend-include, notebooks, extend-select, per-file-ignores, "
          "extend-exclude, respect-gitignore)"),
+        ("selct = []", "selct", 'unknown key (did you mean "select"?)'),
     ],
 )
 def test_each_bad_value_is_reported_and_defaulted(tmp_path, line, key, problem):
@@ -140,9 +146,12 @@ def test_each_bad_value_is_reported_and_defaulted(tmp_path, line, key, problem):
     if key == "max-file-size":
         pyproject.write_text(f"[tool.fabric-lsp]\nhints = true\n{line}\n")
     config, problems = load_config(tmp_path)
-    assert problems == [f"fabric-lsp: config: {pyproject}: {key}: {problem}; using the default"]
+    # A settings file's mistake: file:line, key, problem (with "did you mean"), as ruff says it.
+    assert problems == [f"fabric-lsp: config error: {pyproject}:3: {key}: {problem}"]
     field = {"extend-records": "extend_records", "max-file-size": "max_file_size"}.get(key, key)
-    if hasattr(DEFAULT, field):
+    if line == 'select = ["FAB001", "FAB999"]':  # the good entry keeps its meaning: never every rule
+        assert config.select == {"FAB001"}
+    elif hasattr(DEFAULT, field):
         assert getattr(config, field) == getattr(DEFAULT, field)
     if key == "max-file-size":
         assert config.hints is True
@@ -155,7 +164,7 @@ def test_missing_interpreter_is_reported(tmp_path):
     config, problems = load_config(tmp_path)
     assert config.python is None
     assert problems == [
-        f"fabric-lsp: config: {pyproject}: python: no interpreter at {tmp_path / '.venv/bin/python'}; using the default"
+        f"fabric-lsp: config error: {pyproject}:2: python: no interpreter at {tmp_path / '.venv/bin/python'}"
     ]
 
 
@@ -172,16 +181,14 @@ def test_bad_toml_is_reported_and_everything_defaulted(tmp_path):
     pyproject = write(tmp_path / "pyproject.toml", "[tool.fabric-lsp]\nselect = [\"FAB001\"\nhints = true\n")
     config, problems = load_config(tmp_path)
     assert config == Config(root=str(tmp_path))
-    assert len(problems) == 1
-    assert problems[0].startswith(f"fabric-lsp: config: {pyproject}: (file): invalid TOML: ")
-    assert problems[0].endswith("; using the default")
+    assert problems == [f"fabric-lsp: config error: {pyproject}:3: invalid TOML: Unclosed array (at line 3, column 1)"]
 
 
 def test_table_of_wrong_type(tmp_path):
     pyproject = write(tmp_path / "pyproject.toml", '[tool]\nfabric-lsp = "on"\n')
     config, problems = load_config(tmp_path)
     assert config.select == DEFAULT.select
-    assert problems == [f"fabric-lsp: config: {pyproject}: tool.fabric-lsp: expected a table, got string 'on'; using the default"]
+    assert problems == [f"fabric-lsp: config error: {pyproject}:1: tool.fabric-lsp: expected a table, got string 'on'"]
 
 
 def test_without_a_toml_parser_the_file_is_skipped_with_a_notice(tmp_path, monkeypatch):
@@ -190,9 +197,7 @@ def test_without_a_toml_parser_the_file_is_skipped_with_a_notice(tmp_path, monke
     monkeypatch.setattr(config_module, "_toml", None)
     config, problems = load_config(tmp_path)
     assert config.select == DEFAULT.select
-    assert problems == [
-        f"fabric-lsp: config: {pyproject}: (file): reading TOML needs Python 3.11+ or the tomli package; using the default"
-    ]
+    assert problems == [f"fabric-lsp: config error: {pyproject}: reading TOML needs Python 3.11+ or the tomli package"]
 
 
 def test_unreadable_pyproject_does_not_raise(tmp_path):
@@ -207,3 +212,25 @@ def test_relative_override_paths_are_relative_to_start(tmp_path):
     python.write_text("")
     config, problems = load_config(tmp_path, {"python": os.path.join("envs", "py")})
     assert problems == [] and config.python == str(python)
+
+
+def test_a_misspelt_table_and_bad_entries_are_errors_that_keep_the_good_entries(tmp_path):
+    """Issue 29 item 2: `[tool.fabric_lsp]` is not silently ignored; a bad `select` entry never widens the
+    run (the good entries keep their meaning); each problem says file:line, key and "did you mean"."""
+    pyproject = write(tmp_path / "pyproject.toml", '[project]\nname = "p"\n\n[tool.fabric_lsp]\nselect = ["FAB002"]\n')
+    config, problems = load_config(tmp_path)
+    assert problems == [f'fabric-lsp: config error: {pyproject}:4: [tool.fabric_lsp]: unknown table (did you mean '
+                        f'"[tool.fabric-lsp]"?); its settings are not used']
+    pyproject.write_text('[tool.fabric-lsp]\nhints = true\n\nselect = ["FAB002", "FAB01"]\n'
+                         '[tool.fabric-lsp.severity]\nFAB002 = "warning"\nFAB001 = "warnin"\n')
+    config, problems = load_config(tmp_path)
+    assert config.select == {"FAB002"} and config.hints is True
+    assert config.severity == {"FAB002": Severity.WARNING}
+    assert problems == [
+        f"fabric-lsp: config error: {pyproject}:4: select: unknown rule code 'FAB01' (did you mean 'FAB001'?)",
+        f"fabric-lsp: config error: {pyproject}:5: severity: FAB001: expected one of error, warning, information, "
+        "hint, got 'warnin' (did you mean 'warning'?)",
+    ]
+    dedicated = write(tmp_path / "sub" / ".fabric-lsp.toml", 'hints = true\nignore = ["FAB005"]\n')
+    assert load_config(tmp_path / "sub")[1] == [
+        f"fabric-lsp: config error: {dedicated}:2: ignore: unknown rule code 'FAB005' (did you mean 'FAB004'?)"]

@@ -271,6 +271,43 @@ def test_harness_accepts_the_model_parallel_warning_for_a_labelled_class(tmp_pat
     assert _problems(tmp_path, body, mode="ddp") == []
 
 
+def test_harness_proves_a_run_plain_warning_by_the_model_parallel_warning_of_the_plain_run(tmp_path):
+    # ModelParallel raises nothing and LT_STRATEGY=ddp replaces it: its warning is proven by the plain run.
+    body = "model = None  # expect: FAB002 warning class=Block run=plain\n" + MODEL_PARALLEL_WARNING.format(names="Block")
+    _write_case(tmp_path, body)
+    (case,) = discover_cases(tmp_path)
+    assert applicable_modes(case) == ["plain"]
+    assert _problems(tmp_path, body, mode="plain") == []
+    problems = _problems(tmp_path, "model = None  # expect: FAB002 warning class=Block run=plain\n", mode="plain")
+    assert len(problems) == 1 and "did not fire in the plain run" in problems[0], problems
+
+
+def test_harness_accepts_the_model_parallel_warning_of_a_reinitialised_case_that_runs_clean(tmp_path):
+    # The program gives the weights values after setup and checks them: Lightning's warning is then no finding.
+    marker = "# ground-truth: reinitialised the program calls model.reset_parameters() after setup\n"
+    path = tmp_path / "fab002_probe.py"
+    path.write_text(marker + MODEL_PARALLEL_WARNING.format(names="Block"), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert case.reinitialised and applicable_modes(case) == ["plain"]
+    assert expected_outcome_problems(case, run_case(case, MODE_ENV["plain"], timeout=30), "plain") == []
+    # ... but a run that fails (its own check of the weights) is a problem, and so is the warning without the marker
+    path.write_text(marker + MODEL_PARALLEL_WARNING.format(names="Block") + "raise AssertionError('uninitialised')\n",
+                    encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    problems = expected_outcome_problems(case, run_case(case, MODE_ENV["plain"], timeout=30), "plain")
+    assert any("no FAB002 label" in p for p in problems), problems
+    path.write_text(MODEL_PARALLEL_WARNING.format(names="Block"), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    problems = expected_outcome_problems(case, run_case(case, MODE_ENV["plain"], timeout=30), "plain")
+    assert len(problems) == 1 and "no FAB002 label" in problems[0], problems
+
+
+def test_harness_rejects_run_plain_outside_a_fab002_warning(tmp_path):
+    _write_case(tmp_path, "model.encode(1)  # expect: FAB001 error run=plain\n")
+    (case,) = discover_cases(tmp_path)
+    assert any("run=plain is only for a FAB002 warning" in e for e in case.label_errors), case.label_errors
+
+
 def test_harness_rejects_the_model_parallel_warning_in_an_unlabelled_case(tmp_path):
     problems = _problems(tmp_path, MODEL_PARALLEL_WARNING.format(names="Block"))
     assert len(problems) == 1 and "no FAB002 label" in problems[0] and "Block" in problems[0], problems

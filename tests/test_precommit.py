@@ -80,3 +80,74 @@ def test_try_repo_fails_on_a_finding_and_passes_after_fix(tmp_path):
     assert passing.returncode == 0, passing.stdout + passing.stderr
     assert "Passed" in passing.stdout, passing.stdout
     print(f"pre-commit try-repo: {first:.1f} s (builds the hook's environment), then {second:.1f} s")
+
+
+# A model class that lives in a package installed in the project's .venv (not in the project).
+INSTALLED_MODEL = '''import torch
+from torch import nn
+
+
+class CharLM(nn.Module):
+    def __init__(self, vocab_size: int = 32, hidden: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, hidden)
+        self.head = nn.Linear(hidden, vocab_size)
+
+    def forward(self, tokens):
+        return self.head(self.embed(tokens))
+
+    @torch.no_grad()
+    def generate(self, prompt, steps: int = 5):
+        tokens = prompt
+        for _ in range(steps):
+            tokens = torch.cat([tokens, self(tokens)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        return tokens
+'''
+TRAIN_WITH_INSTALLED_MODEL = '''import torch
+from lightning.fabric import Fabric
+from tinymodels import CharLM
+
+
+def main():
+    fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+    fabric.launch()
+    model = fabric.setup(CharLM())
+    sample = model.generate(torch.zeros(1, 3, dtype=torch.long))
+    fabric.print(sample.tolist())
+'''
+
+
+def project_with_installed_model(project: Path) -> Path:
+    """A project whose model class is in a package of its `.venv` (git-ignored, as usual)."""
+    project.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True,
+                   capture_output=True, timeout=120)
+    site = next((project / ".venv" / "lib").glob("python3*/site-packages"))
+    (site / "tinymodels").mkdir()
+    (site / "tinymodels" / "__init__.py").write_text(INSTALLED_MODEL)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    (project / ".gitignore").write_text(".venv/\n")
+    (project / "train.py").write_text(TRAIN_WITH_INSTALLED_MODEL)
+    return project
+
+
+@pytest.mark.skipif(not PRE_COMMIT.is_file(), reason="pre-commit is in the test extras: pip install -e '.[test]'")
+def test_pre_commit_finds_what_check_finds_with_the_projects_venv(tmp_path, precommit_hook):
+    """Issue 29 item 1: pre-commit sets VIRTUAL_ENV to the hook's own environment; that environment
+    (the one fabric-lsp runs in) is passed over, so the project's .venv is read as `check` reads it."""
+    from support.precommit import commit_project
+
+    project = project_with_installed_model(tmp_path / "project")
+    (project / ".pre-commit-config.yaml").write_text(precommit_hook.config())
+    commit_project(project)
+    env = precommit_hook.env(FABRIC_LSP_USER_CONFIG=str(tmp_path / "no-user-config.toml"))
+    env.pop("VIRTUAL_ENV", None)
+    cli = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "train.py"], cwd=project,
+                         env={**env, "PYTHONPATH": str(ROOT / "server")}, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 1 and "train.py:10:20: FAB001" in cli.stdout, cli.stdout + cli.stderr
+
+    hook = subprocess.run([str(PRE_COMMIT), "run", "--all-files", "--verbose", "--color", "never"], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=600)
+    output = hook.stdout + hook.stderr
+    assert hook.returncode == 1 and "Failed" in output, output
+    assert "train.py:10:20: FAB001" in output, output

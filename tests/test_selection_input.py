@@ -103,14 +103,35 @@ def test_force_exclude_applies_to_the_stdin_filename(tmp_path):
 
 
 def test_a_missing_path_is_reported_and_the_others_are_checked(tmp_path):
+    """Issue 29 item 8: as ruff's E902, a missing path is an `io-error` entry in every format (never
+    "All checks passed!" next to an error, never an empty SARIF file), status 1 as for any error."""
     write(tmp_path / "train.py", PROGRAM)
     write(tmp_path / "clean.py", "x = 1\n")
     result = run_check(["--format", "json", "nope.py", "train.py", "gone/"], tmp_path)
-    assert codes_by_file(result, tmp_path) == {"train.py": {"FAB001", "FAB003"}}
-    assert result.stderr.splitlines()[:2] == ["fabric-lsp: error: nope.py: no such file or directory",
-                                              "fabric-lsp: error: gone/: no such file or directory"]
-    assert result.returncode == 2  # a usage error, even when the rest is clean
+    assert codes_by_file(result, tmp_path) == {"train.py": {"FAB001", "FAB003"}, "nope.py": {"io-error"},
+                                               "gone": {"io-error"}}
+    entry = next(e for e in json.loads(result.stdout) if e["code"] == "io-error")
+    assert entry["message"] == "No such file or directory" and entry["severity"] == "error"
+    assert entry["location"] == {"row": 1, "column": 1}
+    assert result.returncode == 1
     clean = run_check(["nope.py", "clean.py"], tmp_path)
-    assert clean.returncode == 2 and clean.stdout == "All checks passed!\n"
-    alone = run_check(["nope.py"], tmp_path)
-    assert alone.returncode == 2 and alone.stdout == ""
+    assert clean.returncode == 1 and "All checks passed!" not in clean.stdout, clean.stdout
+    assert clean.stdout.splitlines() == ["nope.py:1:1: io-error error: No such file or directory", "",
+                                         "Found 1 finding: 1 error."], clean.stdout
+    alone = run_check(["--format", "sarif", "nope.py"], tmp_path)
+    assert alone.returncode == 1, alone.stderr
+    run = json.loads(alone.stdout)["runs"][0]
+    assert [r["ruleId"] for r in run["results"]] == ["io-error"]
+    assert run["results"][0]["level"] == "error"
+    assert "io-error" in [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    github = run_check(["--format", "github", "nope.py"], tmp_path)
+    assert github.stdout.startswith("::error file=nope.py,line=1,col=1"), github.stdout
+    assert run_check(["--exit-zero", "nope.py"], tmp_path).returncode == 0
+
+
+def test_an_empty_selection_says_no_python_files_found(tmp_path):
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "empty" / "notes.txt", "not Python\n")
+    result = run_check(["empty"], tmp_path)
+    assert result.returncode == 0
+    assert "fabric-lsp: warning: No Python files found under the given path(s)" in result.stderr, result.stderr

@@ -18,7 +18,8 @@ the files of a project are analysed as one program, so any change among them, a 
 file removed, makes the entry stale. Libraries outside the project are covered by the interpreter
 fingerprint.
 Unreadable or corrupted cache files are ignored (and replaced); the folder holds a `.gitignore`
-so that it is never committed. `--no-cache` turns it off.
+so that it is never committed. `--no-cache` turns it off; `--cache-dir PATH` or FABRIC_LSP_CACHE_DIR
+(never a settings file) puts every project's files in PATH instead.
 
 Integrity (the repository may be hostile): each file is signed (HMAC-SHA256, a per-user secret,
 see user_secret) and named after the secret and the project's real path, so a committed or
@@ -105,8 +106,19 @@ def config_fingerprint(config: Config) -> str:
     )
 
 
-def cache_root(config: Config, cwd: str | None = None) -> Path:
-    return Path(config.root or cwd or os.getcwd()) / CACHE_DIR_NAME
+# Where the cache lives instead of `<project>/.fabric-lsp-cache` (ruff's RUFF_CACHE_DIR, `--cache-dir`):
+# from the environment or the command line only, never from a settings file of the checked tree.
+CACHE_DIR_ENV = "FABRIC_LSP_CACHE_DIR"
+
+
+def project_folder(config: Config, cwd: str | None = None) -> Path:
+    return Path(config.root or cwd or os.getcwd())
+
+
+def cache_root(config: Config, cwd: str | None = None, cache_dir: str | None = None) -> Path:
+    if cache_dir:
+        return Path(os.path.abspath(cache_dir))
+    return project_folder(config, cwd) / CACHE_DIR_NAME
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,19 +388,24 @@ class FindingsCache:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, config: Config, python: str, cwd: str | None = None, runnable: bool = False) -> "FindingsCache | None":
+    def open(cls, config: Config, python: str, cwd: str | None = None, runnable: bool = False,
+             cache_dir: str | None = None) -> "FindingsCache | None":
         """The cache for this configuration, or None when it cannot be used (CacheUnavailable when
-        the user's secret cannot be: the caller says so)."""
+        the user's secret cannot be: the caller says so). `cache_dir`: the folder named by
+        `--cache-dir` or FABRIC_LSP_CACHE_DIR, shared by every project (its files are keyed by the
+        project's real path too)."""
         secret = user_secret()
-        root = cache_root(config, cwd)
+        root = cache_root(config, cwd, cache_dir)
         folder = CacheFolder(root)
         try:
+            if cache_dir:
+                os.makedirs(root.parent, exist_ok=True)
             os.close(folder._open())  # a folder we cannot create or enter: no cache (and no probing)
         except OSError:
             return None
-        # Not predictable without the secret; another folder (real path) never shares a file.
+        # Not predictable without the secret; another project (real path) never shares a file.
         key = hmac.new(secret, json.dumps([
-            os.path.realpath(root.parent), tool_fingerprint(), interpreter_fingerprint(python, runnable),
+            os.path.realpath(project_folder(config, cwd)), tool_fingerprint(), interpreter_fingerprint(python, runnable),
             config_fingerprint(config)]).encode(), hashlib.sha256).hexdigest()[:32]
         name = f"check-{key}.json"
         projects = None

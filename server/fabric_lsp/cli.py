@@ -6,7 +6,8 @@ select/ignore/per-file-ignores/severity/hints/noqa itself; this module only find
 (or standard input), runs the engine (in parallel processes for many files; one group per project
 and configuration), applies fixes and prints a report.
 
-Exit status of `check`: 0 nothing at Warning or above, 1 findings, 2 usage or internal error
+Exit status of `check`: 0 nothing at Warning or above, 1 findings (a missing path: an `io-error` entry), 2 usage,
+configuration (config.is_config_error) or internal error
 (`--exit-zero` turns 1 into 0). Notices about files that cannot be checked go to stderr as
 `fabric-lsp: notice: <path>: <reason>` and do not change the status.
 
@@ -14,6 +15,8 @@ Additions to the stable contract: `--hints` (hint-level findings are off in the 
 `--unsafe-fixes`, `--config PATH`, `--jobs N`, `--no-cache` (see cache.py), `explain --format text|markdown`, `explain -`
 (message from stdin), `rules [CODE ...] --format text|json|markdown` (markdown: the pages of docs/rules/),
 `serve --stdio` (the default transport, named), and `--pipe`/`--socket`/`--node-ipc` refused in one line.
+From ruff (issue 29): `--add-noqa`, `--exit-non-zero-on-fix`, `--isolated`, `--cache-dir`
+(FABRIC_LSP_CACHE_DIR), `--watch`, `--output-format json-lines|rdjson`, `explain CODE CODE ...`.
 `explain` exits 1 when the message matches no record (2 for a code-shaped query that names no rule).
 """
 
@@ -27,6 +30,7 @@ import ipaddress
 import logging
 import multiprocessing
 import os
+import re
 import secrets
 import stat
 import sys
@@ -43,14 +47,16 @@ except ImportError:  # Windows: no advisory lock; the digest check still applies
     fcntl = None  # type: ignore[assignment]
 
 import fabric_lsp
-from fabric_lsp.cache import CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import Config, ConfigResolver, expand_codes, load_config
+from fabric_lsp.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
+from fabric_lsp.config import (Config, ConfigResolver, expand_codes, is_config_error, load_config,
+                               resolve_interpreter)
 from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
-from fabric_lsp.findings import Finding, Position, Severity
+from fabric_lsp.findings import Finding, Position, Severity, TextEdit
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
+from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_line, escape_lines
@@ -442,8 +448,9 @@ class CacheSet:
     """The findings caches of one run: one per configuration (cache.FindingsCache: the file lives in
     the configuration's root and is keyed by its analysis interpreter and its settings)."""
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, cache_dir: str | None = None) -> None:
         self.cwd = cwd
+        self.cache_dir = cache_dir  # --cache-dir / FABRIC_LSP_CACHE_DIR; None: each project's own folder
         self.off = False
         self._caches: dict[int, tuple[Config, FindingsCache | None]] = {}
 
@@ -454,7 +461,7 @@ class CacheSet:
         if known is None:
             chosen = _cache_interpreter(config, self.cwd)
             try:
-                cache = FindingsCache.open(config, chosen.python, self.cwd, chosen.runnable)
+                cache = FindingsCache.open(config, chosen.python, self.cwd, chosen.runnable, self.cache_dir)
             except CacheUnavailable as error:
                 _say(f"{PROG}: notice: {error}")
                 self.off = True
@@ -582,14 +589,25 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages the analysis resolves")
     check.add_argument("--trust-workspace", action="store_true",
                        help="let the repository choose programs to run (its pyproject python, its .venv)")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="add `# noqa: CODE` to the line of each finding (and report nothing else)")
+    check.add_argument("--watch", action="store_true",
+                       help="check again whenever a checked file or a settings file changes (until Ctrl-C)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true",
+                       help="with --fix, exit 1 when files were changed, even if no finding remains")
     check.add_argument(
         "--hints", action="store_true", help="also report hint-level findings (off by default in the CLI)"
     )
+    check.add_argument("--isolated", action="store_true",
+                       help="read no settings file and no user config: the defaults and the command line only")
     check.add_argument("--config", metavar="PATH",
                        help="settings file for every checked file, instead of each file's closest one")
     check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
     check.add_argument("--no-cache", action="store_true", help=f"do not read or write {CACHE_DIR_NAME}/")
+    check.add_argument("--cache-dir", metavar="PATH",
+                       help=f"keep the cache in PATH instead of each project's {CACHE_DIR_NAME}/ "
+                            f"(default: ${CACHE_DIR_ENV})")
 
     explain = commands.add_parser("explain", help="show the documentation of a rule or a runtime error")
     explain.add_argument(
@@ -641,19 +659,29 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
                 raise UsageError(f"{name}: {bad}") from None
             overrides[option] = codes
     if args.python is not None:
-        python = os.path.abspath(os.path.expanduser(args.python))
-        if not os.path.isfile(python):
-            raise UsageError(f"--python: no interpreter at {python}")
+        # A path, a virtual environment's folder or a name on PATH (as uv's --python); one that
+        # cannot tell its sys.path is a one-line usage error, not a run against the wrong packages.
+        from fabric_lsp.analysis.workspace import interpreter_problem
+
+        try:
+            python = resolve_interpreter(args.python, os.getcwd())
+        except ValueError as missing:
+            raise UsageError(f"--python: {missing}") from None
+        problem = interpreter_problem(python)
+        if problem is not None:
+            raise UsageError(f"--python: {python}: {problem}")
         overrides["python"] = python
     if args.hints:
         overrides["hints"] = True
     config_file = None
+    if args.isolated and args.config is not None:
+        raise UsageError("--config cannot be used with --isolated (which reads no settings file)")
     if args.config is not None:
         config_file = Path(args.config)
         if not config_file.is_file():
             raise UsageError(f"--config: {args.config}: " + ("not a regular file" if config_file.exists() else "no such file"))
     return ConfigResolver(overrides, config_file=config_file, overrides_source="command line",
-                          trust_workspace=args.trust_workspace, fallback_root=os.getcwd())
+                          trust_workspace=args.trust_workspace, fallback_root=os.getcwd(), isolated=args.isolated)
 
 
 class ChangedSinceChecked(Exception):
@@ -853,6 +881,59 @@ def _notebook_result(path: str, applied: list[Finding], outcome: FixOutcome) -> 
     outcome.notebook_json[path] = notebook.updated(sources)
 
 
+def add_noqa(findings: Sequence[Finding], checked_digests: Mapping[str, str], cwd: str,
+             max_file_size: int) -> tuple[int, bool]:
+    """`check --add-noqa` (ruff's): a `# noqa: CODE` on the line of each finding, added to a `# noqa:`
+    list already there (noqa.noqa_edit, the editor's "Disable for this line"). Written only over the
+    bytes that were analysed; notebooks and invalid-syntax entries are left as they are.
+    Returns (directives added, whether a file could not be written)."""
+    from fabric_lsp import noqa
+    from fabric_lsp.edits import apply_text_edits
+
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if not is_syntax_finding(finding):
+            by_file.setdefault(os.path.abspath(finding.span.path), []).append(finding)
+    added, failed = 0, False
+    for path, found in sorted(by_file.items()):
+        digest = checked_digests.get(path)
+        source, _ = read_source(path, max_file_size)
+        if source is None or digest is None or source.digest != digest:
+            _say(f"{PROG}: notice: {display_path(path, cwd)}: changed since it was checked; no noqa added")
+            continue
+        if source.notebook is not None:
+            _say(f"{PROG}: notice: {display_path(path, cwd)}: a notebook; --add-noqa adds nothing to notebooks")
+            continue
+        lines = source.text.splitlines(keepends=True)
+        edits = []
+        in_file = 0
+        for line in sorted({f.noqa_line for f in found}):
+            text = lines[line] if line < len(lines) else ""
+            content = text.rstrip("\r\n")
+            for code in sorted({f.code for f in found if f.noqa_line == line}):
+                edit = noqa.noqa_edit(content, line, code)
+                if edit is None:
+                    continue
+                start, end = edit.start.character, edit.end.character
+                content = content[:start] + edit.new_text + content[end:]
+                in_file += 1
+            edits.append(TextEdit(path, Position(line, 0), Position(line, len(text.rstrip("\r\n"))), content))
+        if not in_file:
+            continue
+        text = apply_text_edits(source.text, edits)
+        if _parses(source.text, path) and not _parses(text, path):  # a comment that would land inside a string
+            _say(f"{PROG}: notice: {display_path(path, cwd)}: a noqa comment would break the file; none added")
+            continue
+        try:
+            _write(path, text, source.encoding, digest)
+        except (OSError, ChangedSinceChecked) as error:
+            _say_error(display_path(path, cwd), f"not written: {error}")
+            failed = True
+            continue
+        added += in_file
+    return added, failed
+
+
 def exit_status(findings: Sequence[Finding], failed: bool, exit_zero: bool) -> int:
     if failed:
         return 2
@@ -879,6 +960,12 @@ def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
     lives outside every repository, allows it (`allow-programs-in-hooks = true`)."""
     if not in_pre_commit_hook():
         return
+    if args.cache_dir is not None:  # where to write is the user's choice (FABRIC_LSP_CACHE_DIR), not the repository's
+        raise UsageError("--cache-dir: refused in a pre-commit hook (PRE_COMMIT=1): the hook's options come from the "
+                         "repository's .pre-commit-config.yaml, which must not choose where fabric-lsp writes; set "
+                         f"{CACHE_DIR_ENV} in your environment instead")
+    if args.watch:
+        raise UsageError("--watch: not in a pre-commit hook (PRE_COMMIT=1): the commit would never end")
     chosen = [name for name, given in (("--python", args.python is not None),
                                        ("--trust-workspace", args.trust_workspace)) if given]
     if not chosen:
@@ -896,27 +983,96 @@ def _cmd_check(args: argparse.Namespace) -> int:
     cwd = os.getcwd()
     if args.jobs < 0:
         raise UsageError("--jobs: expected 0 (automatic) or a positive number")
+    if args.add_noqa and (args.fix or args.diff or args.watch):
+        raise UsageError("--add-noqa cannot be used with --fix, --diff or --watch")
     configs = _build_config(args)
     if args.stdin_filename is not None or args.paths == ["-"]:
+        if args.add_noqa or args.watch:
+            raise UsageError(f"{'--add-noqa' if args.add_noqa else '--watch'}: not with a source on standard input")
         return _check_stdin(args, cwd, configs)
     paths = args.paths or ["."]
-    # As ruff, a path that does not exist is reported and the others are checked; the run then
-    # ends with status 2 (a usage error), whatever the findings.
+    if args.watch:
+        return _watch(args, cwd, paths)
+    return _check_paths(args, cwd, configs, paths)
+
+
+# `check --watch`: how often the checked files' sizes and modification times are compared.
+WATCH_POLL_SECONDS = 0.5
+
+
+def _watch(args: argparse.Namespace, cwd: str, paths: list[str]) -> int:
+    """ruff's `--watch`: check, then check again whenever a checked file, a file added to the
+    checked folders or a settings file beside them changes (polled: no dependency, every platform),
+    until Ctrl-C (exit 0). Settings are read again each time."""
+    import time
+
+    _say(f"{PROG}: watching {', '.join(paths)} for changes (Ctrl-C to stop)")
+    previous = None
+    try:
+        while True:
+            configs = _build_config(args)
+            state = _watched_state(paths, configs, args)
+            if state != previous:
+                if previous is not None:
+                    _say(f"{PROG}: a file changed; checking again")
+                _check_paths(args, cwd, configs, paths)
+                sys.stdout.flush()
+                previous = _watched_state(paths, _build_config(args), args)  # after --fix's own writes
+            time.sleep(WATCH_POLL_SECONDS)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _watched_state(paths: list[str], configs: ConfigResolver, args: argparse.Namespace) -> frozenset:
+    from fabric_lsp.config import CONFIG_FILE_NAMES
+
+    existing = [path for path in paths if os.path.lexists(path)]
+    files, _ = discover(existing, selection_for=configs.selection_for, force_exclude=args.force_exclude)
+    folders = {os.path.dirname(os.path.abspath(path)) for path in files}
+    folders |= {os.path.abspath(path) if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+                for path in existing}
+    watched = set(files) | {os.path.join(folder, name) for folder in folders for name in CONFIG_FILE_NAMES}
+    state = []
+    for path in watched:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        state.append((path, info.st_mtime_ns, info.st_size))
+    return frozenset(state)
+
+
+def _check_paths(args: argparse.Namespace, cwd: str, configs: ConfigResolver, paths: list[str]) -> int:
+    # As ruff's E902, a path that does not exist is an `io-error` entry of the report (every format;
+    # status 1 as for any error) and the others are checked.
     missing = [path for path in paths if not os.path.lexists(path)]
-    for path in missing:
-        _say(f"{PROG}: error: {path}: no such file or directory")
     paths = [path for path in paths if path not in missing]
-    if not paths:
+    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude) \
+        if paths else ([], [])
+    for path in files:  # every settings file of the run read now: a mistake in one stops the run
+        configs.for_path(path)
+    if _say_settings_problems(configs):
         return 2
-    files, notices = discover(paths, selection_for=configs.selection_for, force_exclude=args.force_exclude)
+    if not files and not missing and not notices:
+        _say(f"{PROG}: warning: No Python files found under the given path(s)")
+    _warn_noqa(files, configs, cwd)
+    cache = None if args.no_cache else CacheSet(cwd, args.cache_dir or os.environ.get(CACHE_DIR_ENV) or None)
+    status = _check_and_report(args, cwd, configs, files, notices, cache,
+                               [missing_path_finding(path) for path in missing])
+    if _say_settings_problems(configs):  # settings read late (none so far; said all the same)
+        return 2
+    return status
+
+
+def _say_settings_problems(configs: ConfigResolver) -> bool:
+    """Say the settings problems found so far; True when one is a mistake in a settings file
+    (config.is_config_error): then, as ruff, the run stops with status 2 rather than check with
+    settings other than those written."""
+    failed = False
     for problem in configs.take_problems():
         _say(problem)
-    _warn_noqa(files, configs, cwd)
-    cache = None if args.no_cache else CacheSet(cwd)
-    status = _check_and_report(args, cwd, configs, files, notices, cache)
-    for problem in configs.take_problems():  # settings read late (none so far; said all the same)
-        _say(problem)
-    return 2 if missing else status
+        failed = failed or is_config_error(problem)
+    return failed
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -939,6 +1095,8 @@ def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
 def _say_noqa_problems(source: DecodedFile, cwd: str, display: str | None = None) -> None:
     from fabric_lsp import noqa
 
+    if not noqa.mentions_fabric(source.text):
+        return  # another tool's directives (noqa.mentions_fabric)
     for problem in noqa.directives(source.text).problems:
         where = f"{display or display_path(source.path, cwd)}:{problem.line + 1}"
         if source.notebook is not None:
@@ -965,8 +1123,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     name = args.stdin_filename if args.stdin_filename is not None else "-"
     path = os.path.abspath(name)
     config = configs.for_path(path)
-    for problem in configs.take_problems():
-        _say(problem)
+    if _say_settings_problems(configs):
+        return 2
     limit = byte_limit(path, config.max_file_size)
     data = sys.stdin.buffer.read(limit + 1)
     to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
@@ -1044,7 +1202,10 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     context.fix_mode, context.fixed = True, outcome.fixed
     report.write(render(args.format, findings, context))
     report.flush()
-    return exit_status(findings, failed, args.exit_zero)
+    status = exit_status(findings, failed, args.exit_zero)
+    if status == 0 and path in outcome.texts and args.exit_non_zero_on_fix and not args.exit_zero:
+        status = 1  # the source on stdout was changed (--exit-non-zero-on-fix)
+    return status
 
 
 def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = True) -> list[Finding]:
@@ -1146,18 +1307,21 @@ def _syntax_broken(results) -> set[str]:
     return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
-def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache) -> int:
+def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache,
+                      unread: Sequence[Finding] = ()) -> int:
+    """Check `files`, apply fixes, write the report. `unread`: the `io-error` entries of the paths
+    that could not be read (report/io_error.py), reported with the findings."""
     fixing = args.fix or args.diff
     # Hashed before the analysis: a file that changes at any later point is not fixed.
     checked_digests = {}
-    if fixing:
+    if fixing or args.add_noqa:
         for path in files:
             digest = file_digest(path, config.max_file_size)
             if digest is not None:
                 checked_digests[os.path.abspath(path)] = digest
     # A fix edits only files inside the paths given (a file argument: that file only).
     bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
-    need_edits = bool(fixing) or args.format in ("json", "sarif")  # outputs that show or apply edits
+    need_edits = bool(fixing) or args.format in ("json", "json-lines", "sarif", "rdjson")  # outputs that show or apply edits
     with Progress(len(files), sys.stderr, enabled=not args.quiet):
         results = check_files_cached(files, config, args.jobs, cache, need_edits)
 
@@ -1173,6 +1337,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             failed = True
             _say_error(display_path(result.path, cwd), result.error)
         findings.extend(result.findings)
+    findings.extend(unread)
     for notice in sorted(notices, key=lambda n: n.path):
         _say(notice.format(cwd))
     for note in sorted(analysis_notices):
@@ -1180,6 +1345,10 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         _say(f"{PROG}: notice: {display_path(path, cwd) if os.path.isabs(path) else path}: {reason}")
     findings.sort(key=sort_key)
     findings = _confine(findings, bounds, cwd, say=fixing)
+    if args.add_noqa:
+        added, failed_writes = add_noqa(findings, checked_digests, cwd, config.max_file_size)
+        _say(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        return 2 if failed or failed_writes else 0
 
     context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings),
                             quiet=args.quiet, show_fixes=args.show_fixes,
@@ -1233,6 +1402,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     context.notebooks = _notebooks_of(findings)  # read again: a fix may have changed a notebook
     write_report(args, findings, context)
     status = exit_status(findings, failed, args.exit_zero)
+    if status == 0 and fixing and outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
+        status = 1  # ruff's --exit-non-zero-on-fix: files were changed, even when nothing remains
     return 1 if stale and status == 0 else status  # a file left unfixed is never success, even with --exit-zero
 
 
@@ -1248,9 +1419,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from fabric_lsp.records import (explain_note, explain_query, load_records, looks_like_code, render_markdown,
                                     render_text)
 
-    query = " ".join(args.query).strip()
+    queries = _separate_queries(args.query)
+    query = queries[0] if queries else ""
     if query == "-":
-        query = sys.stdin.read().strip()
+        queries = [query := sys.stdin.read().strip()]
     if not query:
         raise UsageError("explain: give a rule code, a rule name, a record id or an error message")
     config, problems = load_config(Path(os.getcwd()))
@@ -1261,22 +1433,42 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _say(f"{PROG}: records: {problem}")
     for notice in records.notices:
         _say(f"{PROG}: notice: records: {notice}")
-    notices: list[str] = []
-    found = explain_query(records, query, notices)
-    for notice in notices:
-        _say(f"{PROG}: notice: records: {notice}")
-    if not found:
-        if looks_like_code(query):
-            _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
-            return 2
-        _say(f"{PROG}: no rule or record matches {query[:200]!r}: give a rule code (see `{PROG} rules`), "
-             "a runtime error message, or at least 3 words of one in order")
-        return 1
-    best = found[0]
     renderer = render_markdown if args.format == "markdown" else render_text
-    note = explain_note(best, found[1:])
-    sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note)))
-    return 0
+    status = 0
+    shown = 0
+    for query in queries:
+        notices: list[str] = []
+        found = explain_query(records, query, notices)
+        for notice in notices:
+            _say(f"{PROG}: notice: records: {notice}")
+        if not found:
+            if looks_like_code(query):
+                _say(f"{PROG}: error: no rule or record matches {query[:200]!r} (see `{PROG} rules`)")
+                status = 2
+            else:
+                _say(f"{PROG}: no rule or record matches {query[:200]!r}: give a rule code (see `{PROG} rules`), "
+                     "a runtime error message, or at least 3 words of one in order")
+                status = max(status, 1)
+            continue
+        best = found[0]
+        note = explain_note(best, found[1:])
+        if shown:
+            sys.stdout.write("\n")  # one blank line between the rules of `explain FAB001 FAB003`
+        sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note)))
+        shown += 1
+    return status
+
+
+def _separate_queries(words: Sequence[str]) -> list[str]:
+    """`explain FAB001 FAB003` (or rule names, record ids): one query per word when every word is one
+    of those; any other words are one message (`explain You are calling the method`), as before."""
+    from fabric_lsp.records import looks_like_code
+
+    words = [word.strip() for word in words if word.strip()]
+    single = re.compile(r"[a-z]+(?:-[a-z]+)+|[0-9a-f]{16}")
+    if len(words) > 1 and all(looks_like_code(word) or single.fullmatch(word) for word in words):
+        return words
+    return [" ".join(words)] if words else []
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -1348,7 +1540,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = None
     if args.tcp is not None:
         host, _, port = args.tcp.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not host or not port.isdigit() or not 0 <= int(port) < 65536:  # 0: a free port, printed
             raise UsageError(f"--tcp: expected HOST:PORT, got {args.tcp!r}")
         host = host.strip("[]")
         if not _is_loopback(host):
@@ -1435,10 +1627,30 @@ def command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[s
     return before + moved + ["--"] + [os.path.join(".", path) if path == "-" else path for path in after]
 
 
+COMMANDS = ("check", "explain", "rules", "serve")
+
+
+def _unknown_command(argv: Sequence[str]) -> str | None:
+    """The error for a first word that is no command, with the closest one (`server`: `serve`)."""
+    word = next((token for token in argv if not token.startswith("-")), None)
+    if word is None or word in COMMANDS:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    hint = f"; did you mean `{PROG} {close[0]}`?" if close else f" (commands: {', '.join(COMMANDS)})"
+    return f"{PROG}: error: unknown command {word[:80]!r}{hint}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if "-h" not in arguments and "--help" not in arguments and (unknown := _unknown_command(arguments)):
+        parser.print_usage(sys.stderr)
+        _say(unknown)
+        return 2
     try:
-        args = parser.parse_args(command_line(parser, sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(command_line(parser, arguments))
     except SystemExit as exit:  # argparse: 2 for usage errors, 0 for --help/--version
         return exit.code if isinstance(exit.code, int) else 2
     if args.command is None:

@@ -24,7 +24,7 @@ import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from fabric_lsp.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
 from fabric_lsp.files import reason as file_reason
@@ -166,8 +166,46 @@ def expand_codes(items: Any) -> frozenset[str]:
         selector = item.strip().upper()
         matched = set(ALL_CODES) if selector == "ALL" else {c for c in ALL_CODES if c.startswith(selector)}
         if not selector or not matched:
-            raise _Bad(f"unknown rule code {item!r} (known: {', '.join(ALL_CODES)})")
+            raise _Bad(_unknown_code(item))
         codes |= matched
+    return frozenset(codes)
+
+
+def _unknown_code(item: Any) -> str:
+    guess = did_you_mean(str(item).strip().upper(), ALL_CODES)
+    return f"unknown rule code {item!r}" + (guess or f" (known: {', '.join(ALL_CODES)})")
+
+
+def did_you_mean(word: str, choices: Sequence[str], quote: str = "'") -> str:
+    """` (did you mean 'select'?)` for the closest of `choices`, as ruff suggests; "" when none is close."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {quote}{found[0]}{quote}?)" if found else ""
+
+
+class _KeptInPart(ValueError):
+    """A list or table with bad entries: `value` holds the good ones, which keep their meaning."""
+
+    def __init__(self, value: Any, problem: str) -> None:
+        super().__init__(problem)
+        self.value = value
+
+
+def _codes_in_part(items: Any) -> frozenset[str]:
+    """expand_codes for a settings layer: a bad entry is reported and left out, the others keep their
+    meaning (`select = ["FAB002", "FAB01"]` selects FAB002, never every rule)."""
+    if isinstance(items, str) or not isinstance(items, (list, tuple, set, frozenset)):
+        raise _Bad(f"expected a list of rule codes, got {_describe(items)}")
+    codes: set[str] = set()
+    bad: list[str] = []
+    for item in items:
+        try:
+            codes |= expand_codes([item])
+        except _Bad as problem:
+            bad.append(f"found {_describe(item)}" if not isinstance(item, str) else str(problem))
+    if bad:
+        raise _KeptInPart(frozenset(codes), "; ".join(bad))
     return frozenset(codes)
 
 
@@ -176,31 +214,53 @@ def _severity_table(value: Any) -> dict[str, Severity]:
         raise _Bad(f"expected a table of code = severity, got {_describe(value)}")
     table: dict[str, Severity] = {}
     names = ", ".join(s.value for s in Severity)
+    bad: list[str] = []
     for code, level in value.items():
         if not isinstance(code, str) or code.upper() not in ALL_CODES:
-            raise _Bad(f"unknown rule code {code!r} (known: {', '.join(ALL_CODES)})")
-        if not isinstance(level, str) or level.lower() not in {s.value for s in Severity}:
-            raise _Bad(f"{code}: expected one of {names}, got {level!r}")
-        table[code.upper()] = Severity(level.lower())
+            bad.append(_unknown_code(code))
+        elif not isinstance(level, str) or level.lower() not in {s.value for s in Severity}:
+            guess = did_you_mean(str(level).lower(), [s.value for s in Severity]) if isinstance(level, str) else ""
+            bad.append(f"{code}: expected one of {names}, got {level!r}{guess}")
+        else:
+            table[code.upper()] = Severity(level.lower())
+    if bad:  # the good entries keep their meaning
+        raise _KeptInPart(table, "; ".join(bad))
     return table
+
+
+def resolve_interpreter(value: str, base: Path | str) -> str:
+    """The interpreter a `python` setting or `--python` names, as uv reads `--python`: a path to an
+    interpreter, a virtual environment's folder (its bin/python; `.venv`), or a bare name
+    (`python3.11`) looked up on PATH only, never as a file of the current or the workspace's folder,
+    so a file a repository plants there is not taken for it. Relative paths are relative to `base`. The path is made
+    absolute, not resolved: a venv's python is a symlink whose target loses the venv. Raises
+    ValueError with one line saying what is missing."""
+    bare = os.sep not in value and "/" not in value
+    if bare and not os.path.isdir(Path(base) / value):  # `.venv` is a folder; `python3` a name on PATH
+        found = shutil.which(value)
+        if found:
+            return os.path.abspath(found)
+        raise ValueError(f"no interpreter named {value!r} on PATH")
+    candidate = Path(os.path.expanduser(value))
+    path = os.path.abspath(candidate if candidate.is_absolute() else Path(base) / candidate)
+    if os.path.isdir(path):
+        for inside in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe")):
+            if os.path.isfile(os.path.join(path, *inside)):
+                return os.path.join(path, *inside)
+        raise ValueError(f"{path} is a folder without bin/python (not a virtual environment)")
+    if os.path.isfile(path):
+        return path
+    raise ValueError(f"no interpreter at {path}")
 
 
 def _interpreter(base: Path) -> Callable[[Any], str]:
     def convert(value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise _Bad(f"expected a path to a Python interpreter, got {_describe(value)}")
-        candidate = Path(os.path.expanduser(value))
-        if not candidate.is_absolute():
-            candidate = base / candidate
-        # abspath, not resolve(): a venv's python is a symlink whose target loses the venv.
-        path = os.path.abspath(candidate)
-        if os.path.isfile(path):
-            return path
-        if os.sep not in value and "/" not in value:  # a bare name such as "python3.11"
-            found = shutil.which(value)
-            if found:
-                return os.path.abspath(found)
-        raise _Bad(f"no interpreter at {path}")
+        try:
+            return resolve_interpreter(value, base)
+        except ValueError as missing:
+            raise _Bad(str(missing)) from None
 
     return convert
 
@@ -296,8 +356,8 @@ def _describe(value: Any) -> str:
 
 # key in the file -> (Config field, validator factory taking the base directory and the source)
 _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
-    "select": ("select", lambda base, source: expand_codes),
-    "ignore": ("ignore", lambda base, source: expand_codes),
+    "select": ("select", lambda base, source: _codes_in_part),
+    "ignore": ("ignore", lambda base, source: _codes_in_part),
     "severity": ("severity", lambda base, source: _severity_table),
     "python": ("python", lambda base, source: _interpreter(base)),
     "exclude": ("exclude", lambda base, source: _exclude_globs(source)),
@@ -307,7 +367,7 @@ _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
     "include": ("include", lambda base, source: _exclude_globs(source, "include")),
     "extend-include": ("extend_include", lambda base, source: _exclude_globs(source, "extend-include")),
     "notebooks": ("notebooks", lambda base, source: _boolean),
-    "extend-select": ("extend_select", lambda base, source: expand_codes),
+    "extend-select": ("extend_select", lambda base, source: _codes_in_part),
     "per-file-ignores": ("per_file_ignores", lambda base, source: _per_file_ignores(source)),
     "extend-exclude": ("extend_exclude", lambda base, source: _exclude_globs(source, "extend-exclude")),
     "respect-gitignore": ("respect_gitignore", lambda base, source: _boolean),
@@ -319,8 +379,50 @@ def _problem(source: str, key: str, problem: str, outcome: str = "using the defa
     return f"fabric-lsp: config: {source}: {key}: {problem}; {outcome}"
 
 
+# A mistake in a settings file, as ruff treats one: `check` says where (file:line), which key and what
+# is wrong (with a "did you mean"), and exits 2 without checking; the server shows it once and keeps
+# the last good settings of that file.
+CONFIG_ERROR = "fabric-lsp: config error: "
+
+
+def is_config_error(line: str) -> bool:
+    return line.startswith(CONFIG_ERROR)
+
+
+def _error(where: str, key: str | None, problem: str) -> str:
+    return f"{CONFIG_ERROR}{where}: {key + ': ' if key else ''}{problem}"
+
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_KEY = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*=""")
+
+
+def key_lines(text: str, in_pyproject: bool) -> dict[str, int]:
+    """The 1-based line of each key of our settings in a settings file's text (`[tool.fabric-lsp]` of
+    a pyproject.toml, the top level of a dedicated file; a sub-table `[tool.fabric-lsp.severity]` is
+    the line of `severity`), so that a problem can say where it is. `""`: the table's own line."""
+    prefix = ("tool", SECTION) if in_pyproject else ()
+    lines: dict[str, int] = {}
+    inside = not in_pyproject
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header is not None:
+            parts = tuple(part.strip().strip("\"'") for part in header.group(1).split("."))
+            inside = parts == prefix
+            if parts == prefix:
+                lines.setdefault("", number)
+            elif parts[:len(prefix)] == prefix and len(parts) > len(prefix):
+                lines.setdefault(parts[len(prefix)].replace("_", "-"), number)
+            continue
+        key = _KEY.match(line) if inside else None
+        if key is not None:
+            lines.setdefault(next(g for g in key.groups() if g).replace("_", "-"), number)
+    return lines
+
+
 def parse_settings(
-    table: Mapping[str, Any], base: Path, source: str, outcome: str = "using the default"
+    table: Mapping[str, Any], base: Path, source: str, outcome: str = "using the default",
+    lines: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Validate one layer of settings (a `[tool.fabric-lsp]` table or the caller's overrides).
 
@@ -330,18 +432,32 @@ def parse_settings(
     """
     fields: dict[str, Any] = {}
     problems: list[str] = []
+
+    def problem(key: str, text: str, this_outcome: str = outcome) -> str:
+        if lines is None:  # the caller's overrides (editor settings): not a file's mistake
+            return _problem(source, key, text, this_outcome)
+        line = lines.get(key.replace("_", "-")) or lines.get("")
+        return _error(f"{source}:{line}" if line else source, key, text)
+
     for raw_key, value in table.items():
         key = str(raw_key).replace("_", "-")
         if key not in _KEYS:
-            problems.append(_problem(source, str(raw_key), f"unknown key (known keys: {', '.join(KNOWN_KEYS)})", outcome))
+            guess = did_you_mean(key, KNOWN_KEYS, '"')
+            problems.append(problem(str(raw_key), "unknown key" + (guess or f" (known keys: {', '.join(KNOWN_KEYS)})")))
             continue
         if value is None:
             continue
         name, factory = _KEYS[key]
         try:
             converted = factory(base, source)(value)
+        except _KeptInPart as part:
+            if lines is None and not part.value:  # an override with nothing good: the layer below applies
+                problems.append(problem(key, str(part)))
+                continue
+            problems.append(problem(key, str(part), "the others apply"))
+            converted = part.value
         except _Bad as bad:
-            problems.append(_problem(source, key, str(bad), outcome))
+            problems.append(problem(key, str(bad)))
             continue
         if isinstance(converted, _Partial):
             problems.extend(converted.notices)
@@ -438,6 +554,14 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def _near_miss(tool: Mapping[str, Any]) -> str | None:
+    """A `[tool.X]` table that is ours misspelt (`fabric_lsp`, `fabriclsp`, `Fabric-LSP`), or None."""
+    for name in tool:
+        if isinstance(name, str) and name != SECTION and re.sub(r"[-_.\s]", "", name.lower()) == "fabriclsp":
+            return name
+    return None
+
+
 def _has_table(path: Path) -> bool:
     try:
         data = read_bytes(path, MAX_SETTINGS_BYTES)
@@ -448,37 +572,57 @@ def _has_table(path: Path) -> bool:
     if _toml is not None:
         try:
             tool = _toml.loads(data.decode("utf-8")).get("tool")
-            return isinstance(tool, Mapping) and SECTION in tool
+            # A misspelt table counts too: read_table reports it (ruff: unknown field).
+            return isinstance(tool, Mapping) and (SECTION in tool or _near_miss(tool) is not None)
         except (_toml.TOMLDecodeError, UnicodeDecodeError):
             pass
     # Unparsable (or no parser): claim it if it seems to speak about us, so the problem is reported.
-    return re.search(rb"tool\s*\.\s*[\"']?fabric-lsp|^\s*fabric-lsp\s*=", data, re.MULTILINE) is not None
+    return re.search(rb"tool\s*\.\s*[\"']?fabric[-_]?lsp|^\s*fabric-lsp\s*=", data, re.MULTILINE | re.IGNORECASE) is not None
 
 
 def read_table(path: Path) -> tuple[Mapping[str, Any] | None, list[str]]:
     """The `[tool.fabric-lsp]` table of a pyproject.toml (or, for another .toml file such as a
     dedicated `fabric-lsp.toml`, the whole file when it has no such table)."""
+    table, problems, _ = read_settings(path)
+    return table, problems
+
+
+def read_settings(path: Path) -> tuple[Mapping[str, Any] | None, list[str], dict[str, int]]:
+    """read_table, and the line of each key (key_lines). A file that cannot be read or parsed, or a
+    misspelt `[tool.fabric_lsp]`, is a config error (CONFIG_ERROR) with its line."""
     source = str(path)
     if _toml is None:
-        return None, [f"fabric-lsp: config: {source}: (file): reading TOML needs Python 3.11+ or the "
-                      f"tomli package; using the default"]
+        return None, [_error(source, None, "reading TOML needs Python 3.11+ or the tomli package")], {}
     try:
         # O_NONBLOCK, regular files only, at most MAX_SETTINGS_BYTES: a link to /dev/zero or a FIFO
-        # gives this notice and the defaults, not a hang.
-        document = _toml.loads(read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8"))
+        # gives this error, not a hang.
+        text = read_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8")
     except OSError as error:
-        return None, [_problem(source, "(file)", f"cannot read: {file_reason(error)}")]
-    except (_toml.TOMLDecodeError, UnicodeDecodeError) as error:
-        return None, [_problem(source, "(file)", f"invalid TOML: {error}")]
+        return None, [_error(source, None, f"cannot read: {file_reason(error)}")], {}
+    except UnicodeDecodeError as error:
+        return None, [_error(source, None, f"not UTF-8: {error}")], {}
+    try:
+        document = _toml.loads(text)
+    except _toml.TOMLDecodeError as error:
+        line = re.search(r"at line (\d+)", str(error))
+        return None, [_error(f"{source}:{line.group(1)}" if line else source, None, f"invalid TOML: {error}")], {}
+    in_pyproject = path.name == "pyproject.toml"
     tool = document.get("tool")
     if isinstance(tool, Mapping) and SECTION in tool:
+        lines = key_lines(text, True)
         table = tool[SECTION]
         if not isinstance(table, Mapping):
-            return None, [_problem(source, f"tool.{SECTION}", f"expected a table, got {_describe(table)}")]
-        return table, []
-    if path.name == "pyproject.toml":
-        return {}, []
-    return document, []
+            return None, [_error(f"{source}:{lines.get('', 1)}", f"tool.{SECTION}",
+                                 f"expected a table, got {_describe(table)}")], {}
+        return table, [], lines
+    if isinstance(tool, Mapping) and _near_miss(tool) is not None:
+        name = _near_miss(tool)
+        where = next((n for n, line in enumerate(text.splitlines(), 1) if name in line and "[" in line), None)
+        return None, [_error(f"{source}:{where}" if where else source, f"[tool.{name}]",
+                             f'unknown table (did you mean "[tool.{SECTION}]"?); its settings are not used')], {}
+    if in_pyproject:
+        return {}, [], {}
+    return document, [], key_lines(text, False)
 
 
 def load_config(
@@ -509,10 +653,10 @@ def load_config(
     if path is not None:
         path = Path(os.path.abspath(path))
         fields["root"] = str(path.parent)
-        table, read_problems = read_table(path)
+        table, read_problems, lines = read_settings(path)
         problems += read_problems
         if table:
-            file_fields, file_problems = parse_settings(table, path.parent, str(path))
+            file_fields, file_problems = parse_settings(table, path.parent, str(path), lines=lines)
             _extend(file_fields, file_fields)
             fields.update(file_fields)
             problems += file_problems
@@ -605,16 +749,18 @@ class ConfigResolver:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                  overrides_source: str = "command line", trust_workspace: bool = False,
-                 fallback_root: str | None = None, only: Config | None = None) -> None:
-        from fabric_lsp.user_config import load_user_config
+                 fallback_root: str | None = None, only: Config | None = None, isolated: bool = False) -> None:
+        from fabric_lsp.user_config import UserConfig, load_user_config
 
         self._only = only  # one Config for every file, given by the caller
+        # `check --isolated` (ruff's): no settings file and no user config, the defaults and the command line only.
+        self.isolated = isolated
         self.overrides = dict(overrides or {})
         self.config_file = Path(os.path.abspath(config_file)) if config_file is not None else None
         self.overrides_source = overrides_source
         self.trust_workspace = trust_workspace
         self.fallback_root = fallback_root
-        self._user = load_user_config() if only is None else None
+        self._user = (UserConfig(), []) if isolated else (load_user_config() if only is None else None)
         self._files: dict[str, Path | None] = {}  # folder -> its settings file
         self._home = home_folder()
         self._configs: dict[tuple, Config] = {}  # settings file (or none, and trusted) -> Config
@@ -630,6 +776,8 @@ class ConfigResolver:
         return resolver
 
     def _settings_file(self, directory: str) -> Path | None:
+        if self.isolated:
+            return None
         known = self._files.get(directory, False)
         if known is not False:
             return known

@@ -12,7 +12,8 @@ are accepted, warned about and rejected: a malformed directive (`# noqa:` with n
 words; `# noqa FAB001` (no colon) is a blanket `# noqa`, as in ruff.
 
 One implementation for the command line and the language server: engine._configured applies it,
-and `fabric-lsp check` prints the problems (`fabric-lsp: warning: path:line: ...`).
+and `fabric-lsp check` prints the problems (`fabric-lsp: warning: path:line: ...`) of the files that
+mention Fabric or a FAB code (mentions_fabric: the others' `# noqa` comments are other tools').
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+
+from fabric_lsp.findings import Position, TextEdit
 
 FILE_PREFIX = "fabric-lsp"
 EXAMPLE = "`# noqa: FAB001, FAB002`"
@@ -85,6 +88,17 @@ _WELL_FORMED = re.compile(
     r"(?:^[ \t]*#\s*fabric-lsp:\s*|#\s*)(?i:noqa)(?::\s*[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)?"
     r"(?=\s*(?:#|$))",
     re.MULTILINE)
+
+
+# `fabric`, `Fabric`, and our codes as written or mistyped (`FAB001`, `fab-1`).
+_MENTIONS_FABRIC = re.compile(r"fabric|\bfab", re.IGNORECASE)
+
+
+def mentions_fabric(text: str) -> bool:
+    """Whether the file is ours to warn about: in a file that never mentions Fabric or a FAB code, a
+    `# noqa` that our lexer rejects is another tool's (`# noqa: docstring_linter`, a `RUF012: why`
+    that ruff itself reports), and suppresses none of our findings, which need Fabric."""
+    return _MENTIONS_FABRIC.search(text) is not None
 
 
 def may_warn(text: str) -> bool:
@@ -286,3 +300,19 @@ def _lex_codes(comment: str, at: int, warnings: list[str]) -> list[tuple[str, in
         else:
             raise _LexicalError(INVALID_CODE_SUFFIX)  # `FAB001: why`, `FAB001;E501`
     return codes
+
+
+def noqa_edit(line: str, line_number: int, code: str) -> TextEdit | None:
+    """The edit that makes `# noqa` on this line name `code`: added to an existing `# noqa: ...`
+    list, else a new comment at the end of the line. None where a comment cannot go (a line
+    continued with a backslash). The editor's "Disable FAB001 for this line" and `check --add-noqa`."""
+    directive = line_directive(line)  # read as the engine reads it
+    if directive is not None:
+        if directive.suppresses(code):
+            return None  # a bare noqa, or one naming the code already
+        at = Position(line_number, directive.code_spans[-1][2])
+        return TextEdit("", at, at, f", {code}")
+    stripped = line.rstrip()
+    if stripped.endswith("\\"):
+        return None
+    return TextEdit("", Position(line_number, len(stripped)), Position(line_number, len(line)), f"  # noqa: {code}")

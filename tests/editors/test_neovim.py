@@ -96,10 +96,10 @@ def neovim_env(tmp_path: Path) -> dict[str, str]:
     env.pop("VIRTUAL_ENV", None)  # the analysis interpreter would otherwise follow the caller's venv
     return env
 
-def run_session(tmp_path: Path, config_lua: str, source_text: str | None = None) -> dict:
+def run_session(tmp_path: Path, config_lua: str, source_text: str | None = None, settings: str = "") -> dict:
     workspace = tmp_path / "project"
     workspace.mkdir()
-    (workspace / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    (workspace / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n' + settings)
     if source_text is None:
         source_text = FIXTURE.read_text(encoding="utf-8")
     source = workspace / "train.py"
@@ -204,3 +204,24 @@ def test_neovim_lsp_start_from_readme(tmp_path):
     """`vim.lsp.start({...})` from a FileType autocommand (what nvim-lspconfig-style setups call)."""
     config = readme_neovim_snippet("vim.lsp.start(")
     check_session(run_session(tmp_path, config))
+
+
+def test_neovim_readme_config_keeps_the_projects_selection(tmp_path):
+    """Issue 29 item 3: the README's snippet passes nothing the project decides, so a project that
+    selects FAB001 only sees in Neovim what CI sees (the old snippet's `select` of all four codes replaced
+    the project's selection and brought FAB003 in)."""
+    marked = "    fabric.print(sample.tolist())\n"
+    text = FIXTURE.read_text(encoding="utf-8")
+    assert marked in text
+    text = text.replace(marked, marked + "    model.mark_forward_method(CharLM.generate)  # FAB003, not selected\n")
+    settings = '\n[tool.fabric-lsp]\nselect = ["FAB001"]\n'
+    # Checked alone (no settings), the text has both findings; with the project's settings only FAB001.
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "train.py").write_text(text, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server")}
+    alone = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--output-format", "json",
+                            "train.py"], cwd=tmp_path / "alone", env=env, capture_output=True, text=True, timeout=120)
+    assert sorted(entry["code"] for entry in json.loads(alone.stdout)) == ["FAB001", "FAB003"], alone.stdout
+    result = run_session(tmp_path, readme_neovim_snippet('vim.lsp.config("fabric_lsp"'), text, settings)
+    check_session(result)
+    assert [d["code"] for d in result["diagnostics"]] == ["FAB001"], result["diagnostics"]

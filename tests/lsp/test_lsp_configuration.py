@@ -4,6 +4,7 @@ didChangeConfiguration), didChangeConfiguration payloads, [tool.fabric-lsp], bad
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 
@@ -199,3 +200,71 @@ async def test_log_level(tmp_path):
     assert any(m.startswith("fabric-lsp ") for m in quiet)  # the info-level start message
     assert debug[0].type == types.MessageType.Log
     assert "version 1 analysed in" in debug[0].message and "1 finding(s)" in debug[0].message
+
+
+async def test_python_setting_accepts_a_venv_folder_and_a_name_and_says_what_failed(tmp_path):
+    """Issue 29 item 7: the server reads `python` as `check --python` does (a venv folder, a name on
+    PATH); an interpreter that cannot tell its sys.path is one showMessage saying what failed."""
+    project = tmp_path / "project"
+    project.mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "fabric-test-python").write_text(f'#!/bin/sh\nexec {venv / "bin" / "python"} "$@"\n')
+    (tools / "fabric-test-python").chmod(0o755)
+    broken = tmp_path / "broken-python"
+    broken.write_text("#!/bin/sh\necho 'boom' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    path = copy_case(FAB001, project)
+    env = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    for value in (str(venv), "fabric-test-python"):
+        async with session(capabilities("neovim"), [project], initialization_options={"python": value},
+                           env=env) as (client, _):
+            await diagnostics(client, open_doc(client, path), version=1)
+            await wait_until(lambda: any(m.message.startswith("analysing ") for m in client.log_messages),
+                             message="the analysis log")
+            logs = [m.message for m in client.log_messages if m.message.startswith("analysing ")]
+            assert client.messages == [], [m.message for m in client.messages]
+        expected = venv / "bin" / "python" if value == str(venv) else tools / "fabric-test-python"
+        assert f"analysing {project} against the interpreter {expected}" in logs, logs
+    async with session(capabilities("neovim"), [project], initialization_options={"python": str(broken)}) as (client, _):
+        assert codes(await diagnostics(client, open_doc(client, path), version=1)) == [("FAB001", 1)]
+        await wait_until(lambda: client.messages, message="a window/showMessage")
+    (message,) = client.messages
+    assert message.message == (f"fabric-lsp: config: initializationOptions: python: {broken}: it exited with "
+                               "status 3: boom; not overriding"), message.message
+
+
+async def test_a_settings_mistake_is_one_message_and_the_last_good_settings_stay(tmp_path):
+    """Issue 29 item 2 in the server: a settings file saved with a mistake (broken TOML) is one
+    window/showMessage (an error, with file:line) and the settings read before stay in force (the run is
+    not widened to every rule); a bad `select` entry at the first read keeps the good entries."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB003"]\n')
+    fab001, fab003 = copy_case(FAB001, tmp_path), copy_case(FAB003, tmp_path)
+    async with session(capabilities("visual-studio-code"), [tmp_path]) as (client, _):
+        uri = open_doc(client, fab001)
+        assert await diagnostics(client, uri, version=1) == []
+        pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB003"\nhints = true\n')
+        for _ in range(2):  # saved twice: still one message
+            published = len(client.published)
+            client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]))
+            assert await fresh_diagnostics(client, uri, published) == []  # FAB001 still not selected
+        assert codes(await diagnostics(client, open_doc(client, fab003), version=1)) == [("FAB003", 1)]
+        await wait_until(lambda: client.messages, message="a window/showMessage")
+        await asyncio.sleep(0.2)
+    (message,) = client.messages
+    assert message.type == types.MessageType.Error
+    assert message.message == (f"fabric-lsp: config error: {pyproject}:3: invalid TOML: Unclosed array (at line 3, "
+                               f"column 1)\nfabric-lsp: the last good settings of {tmp_path} stay in force")
+
+    pyproject.write_text('[tool.fabric-lsp]\nselect = ["FAB002", "FAB01"]\n')
+    async with session(capabilities("neovim"), [tmp_path]) as (client, _):
+        assert await diagnostics(client, open_doc(client, fab001), version=1) == []  # never every rule
+        assert await diagnostics(client, open_doc(client, fab003), version=1) == []
+        await wait_until(lambda: client.messages, message="a window/showMessage")
+    (message,) = client.messages
+    assert message.message == (f"fabric-lsp: config error: {pyproject}:2: select: unknown rule code 'FAB01' "
+                               "(did you mean 'FAB001'?)")

@@ -121,16 +121,17 @@ def test_a_special_file_named_with_config_is_a_usage_error(tmp_path):
         assert result.returncode == 2 and result.stderr.strip().endswith(f"{name}: not a regular file"), result
 
 
-def test_an_oversized_settings_file_gives_a_notice_and_the_defaults(tmp_path):
+def test_an_oversized_settings_file_is_a_config_error_read_no_further(tmp_path):
     from fabric_lsp.files import MAX_SETTINGS_BYTES
 
     repo = _repo(tmp_path / "repo")
     text = '[tool.fabric-lsp]\nselect = ["FAB004"]\n'
     (repo / "pyproject.toml").write_text(text + "#" * MAX_SETTINGS_BYTES + "\n")
     result = run_cli(repo, user_config_env(tmp_path), "check", "--no-cache", ".", timeout=60)
-    assert result.returncode == 1 and "FAB001" in result.stdout, result  # the defaults: FAB001 selected
-    [notice] = [line for line in result.stderr.splitlines() if "pyproject.toml" in line]
-    assert f"larger than {MAX_SETTINGS_BYTES} bytes" in notice and "using the default" in notice, notice
+    # Read up to the bound only; a settings file that cannot be read is a config error (issue 29: status 2).
+    assert result.returncode == 2 and result.stdout == "", result
+    [error] = [line for line in result.stderr.splitlines() if "pyproject.toml" in line]
+    assert f"larger than {MAX_SETTINGS_BYTES} bytes" in error and error.startswith("fabric-lsp: config error: "), error
 
 
 def test_a_pth_file_over_the_line_cap_is_read_up_to_it(tmp_path):

@@ -24,7 +24,7 @@ from tests.security.hostile import REPO_ROOT, user_config_env
 
 CASE = REPO_ROOT / "fixtures" / "cases" / "fab001_generate_ddp_literal.py"
 FILE = "x\n::error file=evil.py::pwned.py"  # FAB001, and a malformed `# noqa` (a warning)
-FOLDER = "y\n::add-mask::sub"  # its pyproject has an unknown key (a config problem)
+FOLDER = "y\n::add-mask::sub"  # its pyproject has a bad glob (a config notice)
 BIG = "big\n::stop-commands::tok.py"  # in FOLDER, over its max-file-size (a notice)
 INTERPRETER = "q\r::warning::v"  # a folder of the --python the user names (a log line)
 ESCAPED = ["x\\x0a::error file=evil.py::pwned.py"]
@@ -39,7 +39,7 @@ def repo(tmp_path):
     root.mkdir()
     (root / FILE).write_text(CASE.read_text() + "y = 1  # noqa: FAB001: why\n")
     (root / FOLDER).mkdir()
-    (root / FOLDER / "pyproject.toml").write_text('[tool.fabric-lsp]\nspeed = 1\nmax-file-size = 1\n')
+    (root / FOLDER / "pyproject.toml").write_text('[tool.fabric-lsp]\nexclude = ["[z"]\nmax-file-size = 1\n')
     (root / FOLDER / BIG).write_text("x = 1\n" * 100)
     python = tmp_path / INTERPRETER / "python"
     python.parent.mkdir()
@@ -72,7 +72,7 @@ def test_reports_and_notices_keep_names_on_their_line(repo, tmp_path, format):
     result = run(repo, user_config_env(tmp_path), "--output-format", format, ".")
     assert result.returncode == 1, result.stderr
     assert_stderr_safe(result)
-    assert "y\\x0a::add-mask::sub/pyproject.toml: speed: unknown key" in result.stderr  # said, escaped
+    assert "y\\x0a::add-mask::sub/pyproject.toml: exclude: " in result.stderr  # said, escaped
     assert f"{os.path.join(FOLDER, BIG)}".replace("\n", "\\x0a") + ": file is larger than max-file-size" in result.stderr
     noqa_line = len(CASE.read_text().splitlines()) + 1
     assert f"x\\x0a::error file=evil.py::pwned.py:{noqa_line}: invalid # noqa directive" in result.stderr
@@ -121,3 +121,12 @@ def test_stdin_filename_and_log_lines(repo, tmp_path):
     assert_stderr_safe(logged)
     assert "q\\x0d::warning::v/python" in logged.stderr, logged.stderr  # `cannot read sys.path of ...`
     assert "\r" not in logged.stderr
+
+
+def test_a_config_error_keeps_the_name_on_its_line(repo, tmp_path):
+    """A mistake in a settings file stops the run (status 2, issue 29); its line names the file escaped."""
+    (repo / FOLDER / "pyproject.toml").write_text('[tool.fabric-lsp]\nspeed = 1\n')
+    result = run(repo, user_config_env(tmp_path), "--output-format", "github", ".")
+    assert result.returncode == 2 and result.stdout == "", result.stdout
+    assert_stderr_safe(result)
+    assert "y\\x0a::add-mask::sub/pyproject.toml:2: speed: unknown key" in result.stderr, result.stderr

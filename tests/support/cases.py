@@ -6,15 +6,19 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     Every ``root/<name>.py`` and ``root/<name>/main.py`` (sorted by name). ``Case`` has ``name``,
     ``path`` (the file or the directory), ``entry`` (the file that is run), ``files`` (relative POSIX
     names of the case's ``.py`` files, e.g. ``("main.py", "models.py")``; a single-file case has
-    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls)``, ``line`` 1-based, ``cls``
-    the ``class=`` value or None), ``skip_reason`` (from ``# ground-truth: skip <reason>`` in the leading
-    comment block of the entry, else None), ``libs`` (``# ground-truth: libs`` there: the case imports the
-    pinned libraries and runs with their interpreter, ``support.libs.libs_python()``) and ``label_errors``
-    (malformed labels and markers; they are problems).
+    ``("<name>.py",)``), ``labels`` (``Label(file, line, code, severity, cls, run)``, ``line`` 1-based,
+    ``cls`` the ``class=`` value or None, ``run`` the ``run=`` value or None), ``skip_reason`` (from
+    ``# ground-truth: skip <reason>`` in the leading comment block of the entry, else None), ``libs``
+    (``# ground-truth: libs`` there: the case imports the pinned libraries and runs with their interpreter,
+    ``support.libs.libs_python()``), ``label_errors`` (malformed labels and markers; they are problems) and
+    ``reinitialised`` (from ``# ground-truth: reinitialised <reason>``: the program gives its meta-device
+    model's weights values after setup and checks them, so ModelParallel's warning is no finding when the
+    run exits 0, and the ``"ddp"`` mode does not apply).
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
-    labels or an error/hint label, ``"ddp"`` when it has no labels or a warning/hint label.
+    labels or an error/hint label (or a ``run=plain`` warning), ``"ddp"`` when it has no labels or a
+    warning/hint label without ``run=``.
 
 ``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
     Copies the case to a temporary directory and runs its entry there with the current interpreter (a
@@ -43,7 +47,7 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``[]`` when the runs match the protocol for ``mode``; otherwise readable sentences (with the tail
     of stderr) so a test can ``assert ... == []``. In ``"plain"`` error labels must fire, warning
     labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
-    may. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
+    may. A ``run=plain`` warning label must fire in ``"plain"`` and may in ``"ddp"``. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
     ModelParallel warning naming a class that no FAB002 label names (even when the run exits 0). The
     warning proves the FAB002 labels of the classes it names, with the same must/may table.
 
@@ -136,9 +140,14 @@ _SCRUBBED_ENV_NAMES = {
 }
 
 _LABEL_RE = re.compile(
-    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?\s*$"
+    r"^#\s*expect:\s*(?P<code>FAB\d{3})\s+(?P<severity>[a-z]+)(?:\s+class=(?P<cls>[A-Za-z_]\w*))?"
+    r"(?:\s+run=(?P<run>[a-z]+))?\s*$"
 )
 _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
+# The program gives its meta-device model's weights values after Fabric's setup (and checks them):
+# ModelParallel's "Parameter initialization incomplete" is then no finding, and LT_STRATEGY=ddp,
+# under which nothing materializes the meta-device model, does not apply.
+_REINITIALISED_RE = re.compile(r"^#\s*ground-truth:\s*reinitialised\s+(?P<reason>\S.*)$")
 _LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
 # Added to a libs case's environment: the libraries must never reach the network (models come from configs).
 LIBS_RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -156,10 +165,14 @@ class Label:
     code: str
     severity: str
     cls: str | None = None
+    # "plain": a warning proven by the plain run: certain for the stated strategy but no exception
+    # (ModelParallel's "Parameter initialization incomplete"), which LT_STRATEGY=ddp would replace.
+    run: str | None = None
 
     def __str__(self) -> str:
         cls = f" class={self.cls}" if self.cls else ""
-        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}"
+        run = f" run={self.run}" if self.run else ""
+        return f"{self.file}:{self.line} {self.code} {self.severity}{cls}{run}"
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,7 @@ class Case:
     skip_reason: str | None = None
     label_errors: tuple[str, ...] = ()
     libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
+    reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
 
     @property
     def root(self) -> Path:
@@ -273,14 +287,17 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         errors += file_errors
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
     needs_libs = _parse_libs(entry.read_text(encoding="utf-8"))
-    for marker, present in (("skip", skip_reason is not None), ("libs", needs_libs)):
+    reinitialised = _parse_skip(entry.read_text(encoding="utf-8"), _REINITIALISED_RE)
+    for marker, present in (
+        ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None)
+    ):
         markers = sum(
             len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
             for rel in files
         )
         if markers > present:
             errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs)
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -301,9 +318,9 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         where = f"{rel}:{line}"
         m = _LABEL_RE.match(tok.string)
         if not m:
-            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME]')")
+            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME] [run=plain]')")
             continue
-        code, severity, cls = m["code"], m["severity"], m["cls"]
+        code, severity, cls, run = m["code"], m["severity"], m["cls"], m["run"]
         if code not in RULE_EXCEPTIONS:
             errors.append(f"{where}: unknown rule code {code}")
         if severity not in SEVERITIES:
@@ -316,26 +333,28 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
             errors.append(f"{where}: FAB002 label needs class=NAME unless the line is a class statement")
         if cls is not None and code != "FAB002":
             errors.append(f"{where}: class= is only meaningful for FAB002")
+        if run is not None and (run != "plain" or severity != "warning" or code != "FAB002"):
+            errors.append(f"{where}: run=plain is only for a FAB002 warning proven by ModelParallel's warning in the plain run")
         seen_lines.add(line)
-        labels.append(Label(rel, line, code, severity, cls))
+        labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string)):
+            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)):
                 errors.append(
-                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>' or"
-                    " '# ground-truth: libs')"
+                    f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>',"
+                    " '# ground-truth: libs' or '# ground-truth: reinitialised <reason>')"
                 )
     return labels, errors
 
 
-def _parse_skip(entry_source: str) -> str | None:
+def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str | None:
     for raw in entry_source.splitlines():
         line = raw.strip()
         if not line:
             continue
         if not line.startswith("#"):
             return None  # only the leading comment block counts
-        m = _SKIP_RE.match(line)
+        m = pattern.match(line)
         if m:
             return m["reason"].strip()
     return None
@@ -365,13 +384,26 @@ def label_class(case: Case, label: Label) -> str | None:
 
 
 def applicable_modes(case: Case) -> list[str]:
-    severities = {label.severity for label in case.labels}
+    proofs = {_proof(label) for label in case.labels}
     modes = []
-    if not severities or severities & {"error", "hint"}:
+    if not proofs or proofs & {"error", "hint", "plain"}:
         modes.append("plain")
-    if not severities or severities & {"warning", "hint"}:
+    if (not proofs or proofs & {"warning", "hint"}) and case.reinitialised is None:
         modes.append("ddp")
     return modes
+
+
+def _proof(label: Label) -> str:
+    """How a label is proven: by its severity's row of the README table, or by the run it names."""
+    return label.run or label.severity
+
+
+def _must_fire(label: Label, mode: str) -> bool:
+    return mode == label.run if label.run else label.severity in _MUST_FIRE[mode]
+
+
+def _may_fire(label: Label, mode: str) -> bool:
+    return mode != label.run if label.run else label.severity in _MAY_FIRE[mode]
 
 
 # --------------------------------------------------------------------------- running
@@ -722,8 +754,8 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         return problems + [f"unknown mode {mode!r}"]
     if mode not in applicable_modes(case):
         problems.append(f"mode {mode!r} does not apply to this case (labels: {[str(l) for l in case.labels]})")
-    must = {l for l in case.labels if l.severity in _MUST_FIRE[mode]}
-    may = {l for l in case.labels if l.severity in _MAY_FIRE[mode]}
+    must = {l for l in case.labels if _must_fire(l, mode)}
+    may = {l for l in case.labels if _may_fire(l, mode)}
     proven: set[Label] = set()
     env = " ".join(f"{k}={v}" for k, v in result.extra_env.items()) or "no extra env"
     for index, step in enumerate(result.steps):
@@ -733,8 +765,9 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         if step.timed_out:
             problems.append(f"{run} {step.describe()}" + _tail(step))
             break
-        if step.warned:
-            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md).
+        if step.warned and not (case.reinitialised and step.returncode == 0):
+            # ModelParallel's warning is a FAB002 finding even when the run exits 0 (fixtures/README.md),
+            # unless the program gives the weights values after setup and its own checks pass.
             unlabelled = [c for c in step.warned if not any(label_class(case, l) == c for l in step.warned_hit)]
             if unlabelled:
                 problems.append(

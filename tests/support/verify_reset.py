@@ -72,6 +72,7 @@ def main() -> int:
     fsdp_init._materialize_meta_module = wrapped(fsdp_init._materialize_meta_module)
     torch.nn.Module.__new__ = recording_new
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))  # as `python main.py` would
+    sys.argv = [entry]  # the case parses its own command line (argparse): it gets none, as in the plain run
     runpy.run_path(entry, run_name="__main__")
     print(json.dumps(report))
     return 0

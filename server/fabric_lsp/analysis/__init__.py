@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import MAX_ORDERED_WRAPS, Event, MetaTag, Solver, class_key, describe, sort_key
+from fabric_lsp.analysis.flow import (
+    MAX_ORDERED_WRAPS, Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key,
+)
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.order import CallOrder
@@ -96,11 +98,13 @@ class MarkFact:
 
 @dataclass
 class Materialization:
-    how: str  # "materialize" (_materialize_meta_tensors), "distributed" (_materialize_distributed_module), "fsdp", "model_parallel", "setup"
+    # "materialize" (_materialize_meta_tensors), "fsdp", "model_parallel" (ModelParallel's setup or
+    # _materialize_distributed_module), "mixed" (a strategy chosen at run time between them), "setup"
+    how: str
     call: ast.Call | None  # None when implied by init_module under FSDP/ModelParallel
     path: str | None
     description: str
-    certain: bool
+    certain: bool  # the error is certain for the strategy the code states (never for a run-time choice)
 
 
 @dataclass
@@ -233,7 +237,9 @@ def _origins(program, solver: Solver, events: list[Event]) -> dict[int, Origin]:
         if event.kind != "setup" or id(event.node) in found:
             continue
         site = event.node
-        fabrics = tuple(sorted((v for v in solver.peek(("setup_fabric", site)) if isinstance(v, FabricValue)), key=sort_key))
+        # A Fabric made in a case of a split that the program's values never take is not one it runs.
+        fabrics = tuple(sorted((v for v in solver.peek(("setup_fabric", site))
+                                if isinstance(v, FabricValue) and solver.feasible(v.variant)), key=sort_key))
         models = tuple(sorted(solver.peek(("setup_module", site)), key=sort_key))
         found[id(site)] = Origin(site, event.path, event.scope, event.statement, _setup_target(event.statement, site),
                                  fabrics, models)
@@ -258,11 +264,22 @@ def _setup_target(statement: ast.AST | None, site: ast.Call) -> ast.expr | None:
     return None
 
 
-def wrapped_paths(facts: ProgramFacts, origin: Origin) -> list[WrappedPath]:
+def wrapped_paths(facts: ProgramFacts, origin: Origin, variant=None, wrapped: Wrapped | None = None) -> list[WrappedPath]:
+    """The ways the model of `origin` is wrapped; seen from an event of some cases (`variant`: a split
+    scope's flag, a loop's key), only the Fabric objects those cases can meet; for a wrapped value
+    made in some cases, only the models and Fabric objects of those."""
     paths = []
-    for fabric in origin.fabrics:
+    fabrics, models = origin.fabrics, origin.models
+    if wrapped is not None and wrapped.variant:
+        key = site_key(wrapped.site, wrapped.variant)
+        fabrics = tuple(f for f in origin.fabrics if f in facts.solver.peek(("setup_fabric", key)))
+        models = tuple(sorted(facts.solver.peek(("setup_module", key)), key=sort_key))
+        variant = tuple(variant or ()) + tuple(wrapped.variant)
+    for fabric in fabrics:
+        if not compatible(fabric.variant, variant):
+            continue
         strategy = facts.strategy(fabric)
-        for model in origin.models:
+        for model in models:
             cls, compiled, declared = None, False, None
             if isinstance(model, Instance):
                 cls = facts.resolver.ref_of(model.cls)
@@ -278,7 +295,7 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
     order cannot be told, a mark in another function counts as made before. A mark whose name cannot be
     read counts for every method."""
     by_node: dict[tuple, MethodCallFact] = {}
-    marks = _marks_by_origin(events)
+    marks = _marks_by_origin(events, facts.solver)
     order = CallOrder(facts.program, facts.solver, events)
     always_wrapped: dict[int, bool] = {}
     for event in events:
@@ -288,7 +305,7 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             wrapped_only = bool(receivers) and all(isinstance(v, Wrapped) or v == _NONE_VALUE for v in receivers)
             always_wrapped[id(event.node)] = always_wrapped.get(id(event.node), True) and wrapped_only
     for event in events:
-        if event.kind != "wcall":
+        if event.kind != "wcall" or not facts.solver.feasible(event.variant):
             continue
         wrapped: Wrapped = event.data["wrapped"]
         origin = origins.get(id(wrapped.site))
@@ -308,7 +325,7 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             fact = by_node[(id(event.node), method)] = MethodCallFact(
                 event.node, event.path, span_node, method, event.scope,
                 receiver_always_wrapped=always_wrapped[id(event.node)])
-        fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
+        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, wrapped) if p not in fact.paths)
     if order.notice:
         facts.notices.append(f"{facts.program.root}: {order.notice}")
     if facts.solver.peek(("order_bound",)):
@@ -318,11 +335,11 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
     facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.method))
 
 
-def _marks_by_origin(events: list[Event]) -> dict[tuple, set[int]]:
+def _marks_by_origin(events: list[Event], solver: Solver) -> dict[tuple, set[int]]:
     """(setup site id, method name or None for a name we cannot read) -> ids of the scopes marking it."""
     found: dict[tuple, set[int]] = {}
     for event in events:
-        if event.kind != "mark":
+        if event.kind != "mark" or not solver.feasible(event.variant):
             continue
         site = id(event.data["wrapped"].site)
         for name in event.data["names"]:
@@ -335,7 +352,7 @@ def _marks_by_origin(events: list[Event]) -> dict[tuple, set[int]]:
 def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
     by_node: dict[int, MarkFact] = {}
     for event in events:
-        if event.kind != "mark":
+        if event.kind != "mark" or not facts.solver.feasible(event.variant):
             continue
         origin = origins.get(id(event.data["wrapped"].site))
         if origin is None:
@@ -344,7 +361,8 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
         if fact is None:
             fact = by_node[id(event.node)] = MarkFact(event.node, event.path, event.data["argument"], [],
                                                       frozenset(), frozenset())
-        fact.paths.extend(p for p in wrapped_paths(facts, origin) if p not in fact.paths)
+        fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, event.data["wrapped"])
+                          if p not in fact.paths)
         fact.names = fact.names | event.data["names"]
         fact.values = fact.values | event.data["arguments"]
     facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
@@ -352,18 +370,28 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
 
 # -- meta-device models -------------------------------------------------------------------------------------------
 def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
+    """Models built on the meta device and materialized: the pairs of a meta-device construction and
+    a materialization that one run of the program can meet (the cases of a split scope keep the
+    meta device and the strategy the same flag chose together; a case the program's values never
+    take counts for nothing). Under ModelParallel nothing is raised; when the program gives the
+    weights values after setup (`model.reset_parameters()`, `model.apply(fn)`, a checkpoint load),
+    nothing is left uninitialised either: no fact."""
     solver = facts.solver
+    reinits = [e for e in events if e.kind == "reinit" and solver.feasible(e.variant)]
     found: dict[tuple, MetaModelFact] = {}
     for event in events:
-        if event.kind not in ("materialize", "setup"):
+        if event.kind not in ("materialize", "setup") or not solver.feasible(event.variant):
             continue
-        instances = [v for v in event.data["values"] if isinstance(v, Instance) and v.meta is not None]
+        instances = [v for v in event.data["values"] if isinstance(v, Instance) and v.meta is not None
+                     and solver.feasible(v.meta.variant) and compatible(v.meta.variant, event.variant)]
         if not instances:
             continue
         classes = {describe(v.cls) for v in event.data["values"] if isinstance(v, Instance)}
         for instance in sorted(instances, key=sort_key):
             materialization = _materialization(facts, event, instance.meta)
             if materialization is None:
+                continue
+            if materialization.how == "model_parallel" and _initialised_after(facts, instance, event, reinits):
                 continue
             cls = facts.resolver.ref_of(instance.cls)
             key = (id(instance.meta[2]), describe(instance.cls))
@@ -374,7 +402,7 @@ def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
             fact.classes_at_materialization = max(fact.classes_at_materialization, len(classes))
     # init_module(empty_init=True) under FSDP / ModelParallel: setup materializes, in sight or not.
     for event in events:
-        if event.kind != "meta_build":
+        if event.kind != "meta_build" or not solver.feasible(event.variant):
             continue
         for instance in sorted(event.data["values"], key=sort_key):
             tag = instance.meta
@@ -384,47 +412,86 @@ def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
             if key in found:
                 continue
             implied = _implied_by_init_module(facts, tag)
-            if implied is not None:
-                found[key] = MetaModelFact(tag, facts.resolver.ref_of(instance.cls), [implied], _meta_certain(solver, tag))
+            if implied is None or implied.how == "model_parallel" and _initialised_after(facts, instance, None, reinits):
+                continue
+            found[key] = MetaModelFact(tag, facts.resolver.ref_of(instance.cls), [implied], _meta_certain(solver, tag))
     facts.meta_models = [found[k] for k in sorted(found, key=lambda k: (found[k].tag.path, getattr(found[k].tag.creation, "lineno", 0), k[1]))]
+
+
+def _initialised_after(facts: ProgramFacts, instance: Instance, setup: Event | None, reinits: list[Event]) -> bool:
+    """Does the program give the model's weights values after Fabric set it up: on the wrapped model
+    (after setup by construction), or on the module itself later in the function that set it up?"""
+    solver = facts.solver
+    for event in reinits:
+        if not compatible(event.variant, instance.meta.variant):
+            continue
+        for value in event.data["values"]:
+            if isinstance(value, Wrapped) and instance in solver.peek(("setup_module", site_key(value.site, value.variant))):
+                if setup is None or value.site is setup.node:
+                    return True
+            elif value == instance and setup is not None and event.scope is setup.scope \
+                    and (event.node.lineno, event.node.col_offset) > (setup.node.lineno, setup.node.col_offset):
+                return True
+    return False
 
 
 def _meta_certain(solver: Solver, tag: MetaTag) -> bool:
     if tag.kind != "init_module":
         return True
-    return solver.empty_init(tag.init_call) is True
+    return solver.empty_init(tag.init_call, tag.variant) is True
 
 
 def _materialization(facts: ProgramFacts, event: Event, tag: MetaTag) -> Materialization | None:
     solver = facts.solver
     source = facts.source(event.path)
     text = source.segment(event.node.func) if source is not None and isinstance(event.node, ast.Call) else "setup"
-    if tag.kind == "init_module" and solver.empty_init(tag.init_call) is False:
+    if tag.kind == "init_module" and solver.empty_init(tag.init_call, tag.variant) is False:
         return None
     if event.kind == "materialize":
         how = {"_materialize_meta_tensors": "materialize", "_materialize_distributed_module": "model_parallel"}.get(
             event.data["how"], "fsdp")
         return Materialization(how, event.node, event.path, f"`{text}(...)`", True)
     fabric: FabricValue = event.data["fabric"]
+    if not solver.feasible(fabric.variant) or not compatible(fabric.variant, tag.variant):
+        return None
     strategy = solver.strategy(fabric)
     if strategy.materializes is False:
         return None
-    how = "model_parallel" if "model_parallel" in strategy.description.lower() or "ModelParallel" in strategy.description else (
-        "fsdp" if strategy.materializes else "setup")
-    return Materialization(how, event.node, event.path, f"`{text}(...)` under {strategy.description}", strategy.materializes is True)
+    how, certain = _how(strategy)
+    if _chosen_at_run_time(solver, fabric.variant, tag.variant, event.variant):
+        certain = False  # the case of the split this Fabric was made in is itself chosen at run time
+    when = f" {strategy.when}" if strategy.when else ""
+    return Materialization(how, event.node, event.path, f"`{text}(...)` under {strategy.description}{when}", certain)
+
+
+def _chosen_at_run_time(solver: Solver, *variants) -> bool:
+    """Is one of these cases of a split chosen at run time (the program's values can take the other)?"""
+    return any(solver.chosen_at_run_time(v) for v in variants)
+
+
+def _how(strategy: Strategy) -> tuple[str, bool]:
+    """(how setup materializes, whether the error is certain): only torch FSDP, stated by the code,
+    makes it certain; a strategy chosen at run time never does, whatever it may be."""
+    if strategy.how in ("fsdp", "model_parallel", "mixed"):
+        return strategy.how, strategy.how == "fsdp" and strategy.materializes is True
+    return "setup", False
 
 
 def _implied_by_init_module(facts: ProgramFacts, tag: MetaTag) -> Materialization | None:
     solver = facts.solver
-    if solver.empty_init(tag.init_call) is False:
+    if solver.empty_init(tag.init_call, tag.variant) is False:
         return None  # init_module(empty_init=False) or without it: nothing is built on the meta device
-    strategies = [solver.strategy(f) for f in sorted(tag.fabrics, key=sort_key) if isinstance(f, FabricValue)]
+    fabrics = [f for f in sorted(tag.fabrics, key=sort_key) if isinstance(f, FabricValue)
+               and solver.feasible(f.variant) and compatible(f.variant, tag.variant)]
+    strategies = [solver.strategy(f) for f in fabrics]
     if not strategies or all(s.materializes is False for s in strategies):
         return None
-    certain = all(s.materializes is True for s in strategies)
+    hows = [_how(s) for s in strategies if s.materializes is not False]
+    kinds = {how for how, _ in hows}
+    how = kinds.pop() if len(kinds) == 1 else "mixed"
+    certain = all(s.materializes is True for s in strategies) and all(c for _, c in hows) \
+        and not _chosen_at_run_time(solver, tag.variant, *(f.variant for f in fabrics))
     strategy = strategies[0]
-    how = "model_parallel" if "ModelParallel" in strategy.description or "model_parallel" in strategy.description else (
-        "fsdp" if certain else "setup")
     return Materialization(how, None, None, f"Fabric's setup under {strategy.description or 'this strategy'}", certain)
 
 

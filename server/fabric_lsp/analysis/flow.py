@@ -91,6 +91,7 @@ MAX_SETUP_SITES = 10_000
 
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
+_NONE_CONST = const(None)
 _TRUE = frozenset({const(True)})
 # Decorators known to leave the decorated function called as it is written.
 TRANSPARENT_DECORATORS = frozenset((
@@ -104,6 +105,8 @@ _RETURNS_SELF = frozenset(
      "to_empty", "share_memory", "type", "xpu")
 )
 _UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
+_REINIT_METHODS = frozenset(("reset_parameters", "apply", "load_state_dict"))
+_REINIT_OR_LOAD = _REINIT_METHODS | {"load", "load_raw"}
 _MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
 _FSDP_CLASSES = frozenset((
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -128,6 +131,7 @@ class MetaTag(tuple):
     path = property(lambda self: self[3])
     fabrics = property(lambda self: self[4])
     init_call = property(lambda self: self[5])  # the init_module(...) call
+    variant = property(lambda self: self[6])  # the case of a split scope the context was entered in
 
 
 @dataclass
@@ -138,10 +142,12 @@ class Event:
     scope: ir.Scope
     statement: ast.AST | None
     data: dict
+    variant: object = None  # the cases the event was seen in: ((node, value), ...) (see the module doc)
 
 
 class _Frame:
-    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting")
+    __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
+                 "variant", "decider", "written", "fresh", "in_loop", "constructed")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -156,6 +162,15 @@ class _Frame:
         self.statement: ast.AST | None = None
         self.self_values: frozenset = NOTHING
         self.expecting = False  # inside `with pytest.raises(...)`: the code expects an error here
+        self.variant = None  # ((node, value), ...): the cases this run follows (a split's flag, a loop's key)
+        self.decider = None  # the scope's _Decider, when the run follows one of its cases
+        # What this run has just written into objects only it holds (Solver._write_through): reads
+        # that follow see that value, not every value the object's table ever held. Keys:
+        # ("site", container site, key) and ("path", variable, (attribute, ...)).
+        self.written: dict = {}
+        self.fresh: frozenset = frozenset()  # ("site", site) / ("var", name): made here, outside loops
+        self.in_loop = False
+        self.constructed: ast.AST | None = None  # the last constructor call of a project class
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -168,6 +183,12 @@ class _Frame:
         other.statement = self.statement
         other.self_values = self.self_values
         other.expecting = self.expecting
+        other.variant = self.variant
+        other.decider = self.decider
+        other.written = dict(self.written) if self.written else {}
+        other.fresh = self.fresh
+        other.in_loop = self.in_loop
+        other.constructed = None
         return other
 
     def merge(self, other: "_Frame") -> None:
@@ -177,6 +198,9 @@ class _Frame:
         self.marked = self.marked | other.marked
         if self.default_meta is None:
             self.default_meta = other.default_meta
+        if self.written or other.written:  # after a branch: what both paths wrote, joined
+            self.written = {key: values | other.written[key] for key, values in self.written.items() if key in other.written}
+        self.fresh = self.fresh & other.fresh
 
 
 class ProgramView:
@@ -281,6 +305,7 @@ class Solver:
         self._events: list[Event] = []
         self._made: set = set()  # this run's marks and setups, its callees' included (the "made" table)
         self._strategies: dict[int, Strategy] = {}
+        self._split_files: dict[str, bool] = {}
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:
@@ -435,8 +460,31 @@ class Solver:
         return True
 
     def _interpret(self, scope: ir.Scope) -> None:
-        frame = _Frame(scope)
         self._made = set()
+        decider = _decider(scope) if scope.kind in (ir.FUNCTION, ir.MODULE) and self._may_split(scope.path) else None
+        if decider is not None and self._static(decider.expression, _Frame(scope)) is not _NO:
+            decider = None  # decided by constants of the program: nothing to split
+        for outcome in ((True, False) if decider is not None else (None,)):
+            frame = _Frame(scope)
+            if decider is not None:
+                frame.decider, frame.variant = decider, ((decider.node, outcome),)
+            self._interpret_case(scope, frame)
+        if self._made and scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            # What a call of it may have marked or wrapped when it returns (in any order inside it).
+            self.write(("made", scope), frozenset(self._made))
+        self.events[self.order[id(scope)]] = self._events
+
+    def _may_split(self, path: str) -> bool:
+        """Does the file name anything a split could keep apart (a Fabric, a strategy, the meta
+        device)? Files that do not are never split (the text is fixed while the program is)."""
+        known = self._split_files.get(path)
+        if known is None:
+            source = getattr(self.program, "sources", {}).get(path)
+            text = source.text if source is not None else ""
+            known = self._split_files[path] = any(token in text for token in _SPLIT_TOKENS)
+        return known
+
+    def _interpret_case(self, scope: ir.Scope, frame: _Frame) -> None:
         if scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self._bind_parameters(frame)
         self._exec(scope.body, frame)
@@ -451,10 +499,6 @@ class Solver:
                 self.write(("classattr", key, name), values)
         for name, values in frame.cells.items():
             self.write(("closure", scope, name), values)
-        if self._made and scope.kind in (ir.FUNCTION, ir.LAMBDA):
-            # What a call of it may have marked or wrapped when it returns (in any order inside it).
-            self.write(("made", scope), frozenset(self._made))
-        self.events[self.order[id(scope)]] = self._events
 
     def all_events(self) -> list[Event]:
         found: list[Event] = []
@@ -662,9 +706,15 @@ class Solver:
 
     def _s_assign(self, statement, frame: _Frame) -> None:
         frame.statement = statement[3]
-        values = self.ev(statement[2], frame)
+        frame.constructed = None
+        value = statement[2]
+        values = self.ev(value, frame)
+        # `cfg = TrainConfig()` here, outside loops: an object only this run holds (until it is passed on)
+        made_here = value[0] == "call" and frame.constructed is value[4] and not frame.in_loop
         for target in statement[1]:
             self.assign(target, values, frame)
+            if target[0] == "name" and made_here:
+                frame.fresh = frame.fresh | {("var", target[1])}
 
     def _s_aug(self, statement, frame: _Frame) -> None:
         values = self.ev(statement[2], frame)
@@ -688,11 +738,72 @@ class Solver:
             self.write(("return", frame.scope), values)
 
     def _s_if(self, statement, frame: _Frame) -> None:
-        self.ev(statement[1], frame)
+        taken = self._decide(statement[1], statement[4], frame)
+        if taken is not None:  # a constant of the program, or the case this run follows
+            self._exec(statement[2] if taken else statement[3], frame)
+            return
         other = frame.fork()
+        self._narrow(statement[1], frame, True)
+        self._narrow(statement[1], other, False)
         self._exec(statement[2], frame)
         self._exec(statement[3], other)
         frame.merge(other)
+
+    def _narrow(self, test: tuple, frame: _Frame, holds: bool) -> None:
+        """What a branch's condition says about a local name: `isinstance(x, C)` (C classes of the
+        project), `x is None`, `x is not None`, through `not` and `and`/`or`. Values the condition
+        rules out do not enter the branch (a helper `if isinstance(m, Wrapper): return m` returns
+        no bound method). Only the certain is dropped: an unknown value or class keeps everything."""
+        kind = test[0]
+        if kind == "not":
+            self._narrow(test[1], frame, not holds)
+        elif kind == "boolop":
+            if (test[1] == "and") == holds:  # `a and b` holds, `a or b` fails: each part does
+                for part in test[2]:
+                    self._narrow(part, frame, holds)
+        elif kind == "compare" and len(test[2]) == 1 and test[2][0][1] == ("const", None):
+            op = test[2][0][0]
+            if op in ("Is", "IsNot"):
+                self._narrow_local(test[1], frame, lambda v: _may_be_none(v) if (op == "Is") == holds
+                                   else v != NONE_CONST)
+        elif kind == "call" and holds and test[1] == ("name", "isinstance") and len(test[2]) == 2 and not test[3]:
+            classes = self._isinstance_classes(self.ev(test[2][1], frame))
+            if classes:
+                self._narrow_local(test[2][0], frame, lambda v: self._may_be_instance(v, classes))
+
+    def _narrow_local(self, target: tuple, frame: _Frame, keep: Callable[[object], bool]) -> None:
+        scope = frame.scope
+        if target[0] != "name" or scope.kind not in (ir.FUNCTION, ir.LAMBDA):
+            return
+        name = target[1]
+        values = frame.env.get(name)
+        if values is None or name in scope.declared_global or name in scope.declared_nonlocal:
+            return
+        kept = frozenset(v for v in values if keep(v))
+        if kept != values:
+            frame.env[name] = kept
+
+    def _isinstance_classes(self, values: frozenset) -> frozenset | None:
+        """The project classes `isinstance`'s second argument names (a class or a tuple of them);
+        None when any of it is something else (a library class, an unknown)."""
+        classes = set()
+        for value in values:
+            parts = [v for element in value.elements for v in element] if isinstance(value, Tuple) else [value]
+            for part in parts:
+                if not isinstance(part, Class) or part.external:
+                    return None
+                classes.add(part)
+        return frozenset(classes) or None
+
+    def _may_be_instance(self, value, classes: frozenset) -> bool:
+        if isinstance(value, Instance):
+            cls = value.cls
+            if not isinstance(cls, Class) or cls.external or not self._mro_complete(cls):
+                return True
+            return any(base in classes for base in self.mro(cls))
+        # Never an instance of a project class: constants, functions, bound methods, classes,
+        # modules, containers. Anything else (unknown, a wrapped model, a library value) is kept.
+        return not isinstance(value, (Const, Function, Bound, WrappedMethod, Class, Module, Container, Tuple))
 
     def _s_match(self, statement, frame: _Frame) -> None:
         self.ev(statement[1], frame)
@@ -706,6 +817,7 @@ class Solver:
         state = frame
         for _ in range(MAX_LOOP_PASSES):
             branch = state.fork()
+            branch.in_loop = True
             body_once(branch)
             before = {name: len(values) for name, values in state.env.items()}
             marked = len(state.marked)
@@ -715,8 +827,20 @@ class Solver:
         self._exec(orelse, state)
 
     def _s_for(self, statement, frame: _Frame) -> None:
-        iterated = self.iter_values(self.ev(statement[2], frame))
+        iterable = self.ev(statement[2], frame)
         target, body = statement[1], statement[3]
+        iterations = self._literal_iterations(iterable)
+        if iterations is not None:  # `for name, model in {"actor": a, "critic": c}.items():` one key at a time
+            outer, in_loop = frame.variant, frame.in_loop
+            frame.in_loop = True
+            for case, values in iterations:
+                frame.variant = (outer or ()) + (case,)
+                self.assign(target, values, frame)
+                self._exec(body, frame)
+            frame.variant, frame.in_loop = outer, in_loop
+            self._exec(statement[4], frame)
+            return
+        iterated = self.iter_values(iterable)
 
         def once(branch: _Frame) -> None:
             self.assign(target, iterated, branch)
@@ -765,9 +889,9 @@ class Solver:
                     init_call = value.extra
         path = frame.scope.path
         if meta_device:
-            return MetaTag(("meta_device", node, None, path, frozenset(), None))
+            return MetaTag(("meta_device", node, None, path, frozenset(), None, frame.variant))
         if fabrics:
-            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call))
+            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call, frame.variant))
         return None
 
     def _s_try(self, statement, frame: _Frame) -> None:
@@ -883,6 +1007,8 @@ class Solver:
         if kind == "name":
             name = pattern[1]
             scope = frame.scope
+            if frame.written or frame.fresh:
+                self._rebound(name, frame)
             if scope.kind == ir.MODULE:
                 frame.env[name] = values
             elif name in scope.declared_global:
@@ -900,12 +1026,21 @@ class Solver:
         elif kind == "attr":
             objects = self.ev(pattern[1], frame)
             self.store_attribute(objects, pattern[2], values)
+            chain = _chain(pattern[1])
+            if chain is not None:
+                self._write_through(frame, ("path", chain[0], chain[1] + (pattern[2],)), values,
+                                    ("var", chain[0]) in frame.fresh and len(objects) == 1)
         elif kind == "sub":
             objects = self.ev(pattern[1], frame)
             keys = self.ev(pattern[2], frame)
             for obj in objects:
                 if isinstance(obj, Container):
                     self._store_element(obj, keys, values)
+                    if len(keys) == 1 and isinstance(next(iter(keys)), Const):
+                        self._write_through(frame, ("site", obj.site, next(iter(keys))), values,
+                                            len(objects) == 1 and ("site", obj.site) in frame.fresh)
+                    else:
+                        self._forget(frame, lambda key, site=obj.site: key[0] == "site" and key[1] is site)
         elif kind == "tuple":
             self._destructure(pattern[1], values, frame)
         elif kind == "star":
@@ -938,6 +1073,69 @@ class Solver:
             else:
                 self.assign(pattern, frozenset(part), frame)
 
+    # -- what this run just wrote -------------------------------------------------------------------------
+    # A config the program rewrites before it builds Fabric (`cfg.devices = 1`, `config["strategy"] =
+    # "auto"`) holds the new value from there on, while the tables hold every value it ever had. For
+    # objects only this run holds (made here, outside loops, not passed on), the run keeps what it
+    # wrote last and reads that. It is the same on every interpretation of the run (a function of its
+    # statements and of the tables it reads), so the fixed point is unchanged in kind.
+    def _write_through(self, frame: _Frame, key: tuple, values: frozenset, strong: bool) -> None:
+        if key[0] == "path":  # `cfg.fabric = x` replaces what `cfg.fabric.devices` was
+            variable, attributes = key[1], key[2]
+            self._forget(frame, lambda other: other[0] == "path" and other[1] == variable
+                         and other[2][:len(attributes)] == attributes and other != key)
+        if strong:
+            frame.written[key] = values
+        elif key in frame.written:
+            frame.written[key] = frame.written[key] | values
+
+    @staticmethod
+    def _forget(frame: _Frame, matches) -> None:
+        if frame.written:
+            for key in [key for key in frame.written if matches(key)]:
+                del frame.written[key]
+
+    def _rebound(self, name: str, frame: _Frame) -> None:
+        if ("var", name) in frame.fresh:
+            frame.fresh = frame.fresh - {("var", name)}
+        if frame.written:
+            self._forget(frame, lambda key: key[0] == "path" and key[1] == name)
+
+    def _passed_on(self, frame: _Frame, callees: frozenset, args, kwargs, receivers) -> None:
+        """Objects given to code that may change them are no longer only this run's: forget what
+        was written into them (at module level anything a function reaches may be a global).
+        Library calls that change nothing, and the calls whose effects are modelled (Special), keep them."""
+        project = False
+        for callee in callees:
+            if isinstance(callee, Special):
+                continue
+            if isinstance(callee, Lib):
+                if callee.qualified.startswith(_PURE_LIBRARY) or callee.qualified in FABRIC_CLASS_NAMES:
+                    continue
+            else:
+                project = True
+            break
+        else:
+            return
+        if frame.scope.kind == ir.MODULE and project:
+            frame.written.clear()
+            frame.fresh = frozenset()
+            return
+        given = set()
+        for _, each in args:
+            given.update(each)
+        for _, each in kwargs:
+            given.update(each)
+        if receivers is not None:
+            given.update(receivers)
+        sites = {value.site for value in given if isinstance(value, Container)}
+        names = {name for kind, name in ((k[0], k[1]) for k in frame.fresh) if kind == "var"
+                 and frame.env.get(name, NOTHING) & given}
+        if not sites and not names:
+            return
+        self._forget(frame, lambda key: key[0] == "site" and key[1] in sites or key[0] == "path" and key[1] in names)
+        frame.fresh = frozenset(k for k in frame.fresh if not (k[0] == "site" and k[1] in sites or k[0] == "var" and k[1] in names))
+
     def _enclosing_owner(self, scope: ir.Scope, name: str) -> ir.Scope | None:
         enclosing = scope.parent
         while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
@@ -955,7 +1153,7 @@ class Solver:
             elif isinstance(obj, FabricValue) and obj.cls is not None:
                 self.write(("field", obj.cls, name), values)
             elif isinstance(obj, Wrapped):
-                for inner in self.read(("setup_module", obj.site)):
+                for inner in self.read(("setup_module", _site_key(obj.site, obj.variant))):
                     if isinstance(inner, Instance) and isinstance(inner.cls, Class):
                         self.write(("field", inner.cls, name), values)
             elif isinstance(obj, Module) and not obj.external:
@@ -1047,11 +1245,24 @@ class Solver:
         return self._lookup(expr[1], frame)
 
     def _e_attr(self, expr, frame) -> frozenset:
-        return self.attribute(self.ev(expr[1], frame), expr[2], expr[3], frame)
+        objects = self.ev(expr[1], frame)
+        if frame.written:
+            chain = _chain(expr)
+            if chain is not None:
+                written = frame.written.get(("path", chain[0], chain[1]))
+                if written is not None:
+                    return written
+        return self.attribute(objects, expr[2], expr[3], frame)
 
     def _e_sub(self, expr, frame) -> frozenset:
         objects = self.ev(expr[1], frame)
         keys = self.ev(expr[2], frame)
+        if frame.written and len(objects) == 1 and len(keys) == 1:
+            (obj,), (key,) = objects, keys
+            if isinstance(obj, Container) and isinstance(key, Const):
+                written = frame.written.get(("site", obj.site, key))
+                if written is not None:
+                    return written
         return self.subscript(objects, keys)
 
     def _e_tuple(self, expr, frame) -> frozenset:
@@ -1080,6 +1291,8 @@ class Solver:
     def _e_dict(self, expr, frame) -> frozenset:
         site = expr[2]
         container = Container(site, frame.scope.path)
+        if not frame.in_loop:
+            frame.fresh = frame.fresh | {("site", site)}
         for key_expr, value_expr in expr[1]:
             values = self.ev(value_expr, frame)
             if key_expr is None:  # {**other}
@@ -1092,13 +1305,166 @@ class Solver:
             self._store_element(container, keys, values)
         return frozenset({container})
 
-    def _e_join(self, expr, frame) -> frozenset:
-        for first in expr[2]:
-            self.ev(first, frame)
+    def _e_ifexp(self, expr, frame) -> frozenset:
+        _, test, body, orelse, node = expr
+        taken = self._decide(test, node, frame)
         found = NOTHING
-        for alternative in expr[1]:
-            found = found | self.ev(alternative, frame)
+        if taken is not False:
+            found = found | self.ev(body, frame)
+        if taken is not True:
+            found = found | self.ev(orelse, frame)
         return found
+
+    def _e_boolop(self, expr, frame) -> frozenset:
+        """`a or b`, `a and b`: every operand may be the result, except an operand whose constants
+        pass evaluation on (a falsy constant before `or`, a truthy one before `and`); a program
+        constant that decides the result ends it (`DEBUG and x` with DEBUG = False is False)."""
+        _, op, operands, _node = expr
+        passing = op == "and"  # the truth value that moves evaluation to the next operand
+        found = NOTHING
+        last = len(operands) - 1
+        for index, operand in enumerate(operands):
+            static = self._static(operand, frame)
+            values = self.ev(operand, frame)
+            if index == last:
+                return found | values
+            if static is not _NO:
+                if bool(static) != passing:
+                    return found | values
+                continue
+            found = found | frozenset(v for v in values if not (isinstance(v, Const) and _truth(v) == passing))
+        return found
+
+    def _e_compare(self, expr, frame) -> frozenset:
+        _, left, pairs, _node = expr
+        operands = [self.ev(left, frame)] + [self.ev(right, frame) for _, right in pairs]
+        return _fold(operands, lambda values: _compare_chain(values, [op for op, _ in pairs]))
+
+    def _e_not(self, expr, frame) -> frozenset:
+        return _fold([self.ev(expr[1], frame)], lambda values: not values[0])
+
+    def _e_unary(self, expr, frame) -> frozenset:
+        op = expr[1]
+        return _fold([self.ev(expr[2], frame)], lambda values: _unary(op, values[0]))
+
+    # -- decided branches ------------------------------------------------------------------------------
+    def _decide(self, test, node, frame: _Frame) -> bool | None:
+        """Evaluate a branch's test; the branch taken when it is decided: by constants of the program
+        (module constants, literals: the same on every run of the program), or by the case of the
+        scope's split this run follows. None: both branches."""
+        values = self.ev(test, frame)
+        if frame.scope.name == "__init__":  # what the values say, read after the solve (Solver.branch_taken)
+            constants = frozenset(v for v in values if isinstance(v, Const))
+            if constants:
+                self.write(("test", node), constants if len(constants) == len(values) else constants | JUST_UNKNOWN)
+        static = self._static(test, frame)
+        if static is not _NO:
+            return bool(static)
+        decider = frame.decider
+        if decider is not None:
+            core, polarity = _strip_not(test)
+            if _condition_key(core) == decider.key:
+                found = self.ev(core, frame) if core is not test else values
+                kept = frozenset(v for v in found if isinstance(v, Const))
+                if kept:
+                    self.write(("cond", decider.node), kept if len(kept) == len(found) else kept | JUST_UNKNOWN)
+                elif found:
+                    self.write(("cond", decider.node), JUST_UNKNOWN)
+                return _case_value(frame.variant, decider.node) == polarity
+        return None
+
+    def _static(self, expr, frame: _Frame):
+        """The value of an expression made of literals and module constants (names bound once, to a
+        literal, and never rebound anywhere in the program: `program.module_constant`), or _NO."""
+        kind = expr[0]
+        if kind == "const":
+            return expr[1]
+        if kind == "name":
+            path = self._global_path(expr[1], frame)
+            if path is None:
+                return _NO
+            found = self._ask("module_constant", path, expr[1])
+            return found[0] if found is not None else _NO
+        if kind == "not":
+            inner = self._static(expr[1], frame)
+            return _NO if inner is _NO else (not inner)
+        if kind == "unary":
+            inner = self._static(expr[2], frame)
+            return _NO if inner is _NO else _unary(expr[1], inner)
+        if kind == "compare":
+            values = [self._static(expr[1], frame)] + [self._static(right, frame) for _, right in expr[2]]
+            if any(v is _NO for v in values):
+                return _NO
+            return _compare_chain(values, [op for op, _ in expr[2]])
+        if kind == "boolop":
+            passing = expr[1] == "and"
+            operands = expr[2]
+            for operand in operands[:-1]:
+                value = self._static(operand, frame)
+                if value is _NO:
+                    return _NO
+                if bool(value) != passing:
+                    return value
+            return self._static(operands[-1], frame)
+        if kind == "ifexp":
+            test = self._static(expr[1], frame)
+            if test is _NO:
+                return _NO
+            return self._static(expr[2] if test else expr[3], frame)
+        return _NO
+
+    def _global_path(self, name: str, frame: _Frame) -> str | None:
+        """The module whose global `name` a read in this frame means (None: a local or a closure)."""
+        scope = frame.scope
+        if scope.kind == ir.MODULE:
+            return scope.path
+        if scope.kind == ir.CLASS:
+            if name in frame.env:
+                return None
+        elif name in scope.declared_global:
+            return scope.path
+        elif name in scope.assigned:
+            return None
+        enclosing = scope.parent
+        while enclosing is not None and enclosing.kind in (ir.FUNCTION, ir.LAMBDA):
+            if name in enclosing.assigned and name not in enclosing.declared_global:
+                return None
+            enclosing = enclosing.parent
+        return scope.path
+
+    def branch_taken(self, node, outcome: bool) -> bool:
+        """After the solve: may the test at `node` (in an `__init__`) be `outcome`? False only when
+        every value the program gives it is a constant of the other truth value (a flag whose default
+        is off)."""
+        values = self.peek(("test", node))
+        return not values or UNKNOWN in values or any(_truth(v) == outcome for v in values)
+
+    def feasible(self, variant) -> bool:
+        """After the solve: can the program's values take this case of a split? (A case whose
+        condition only ever holds constants of the other truth value is a branch never taken.)"""
+        for node, outcome in variant or ():
+            if not isinstance(outcome, bool):
+                continue  # an iteration over literal keys: each of them runs
+            values = self.peek(("cond", node))
+            if values and UNKNOWN not in values and not any(_truth(v) == outcome for v in values):
+                return False
+        return True
+
+    def _when(self, variant, path: str | None) -> str:
+        """`when \`args.distributed\` is true`: the flag of a case chosen at run time, for messages."""
+        parts = []
+        for node, outcome in variant or ():
+            if isinstance(outcome, bool) and self.feasible(((node, not outcome),)) and path is not None:
+                core = node
+                while isinstance(core, ast.UnaryOp) and isinstance(core.op, ast.Not):
+                    core = core.operand  # the case's outcome is the value of the flag itself
+                parts.append(f"`{self.program.segment(path, core)}` is {'true' if outcome else 'false'}")
+        return ("when " + " and ".join(parts)) if parts else ""
+
+    def chosen_at_run_time(self, variant) -> bool:
+        """After the solve: is one of these cases chosen at run time (the program's values can take
+        the other outcome of its flag too)?"""
+        return any(isinstance(outcome, bool) and self.feasible(((node, not outcome),)) for node, outcome in variant or ())
 
     def _e_walrus(self, expr, frame) -> frozenset:
         values = self.ev(expr[2], frame)
@@ -1141,6 +1507,20 @@ class Solver:
 
     def _e_comp(self, expr, frame) -> frozenset:
         _, kind, element, generators, node = expr
+        if kind == "dict" and len(generators) == 1:
+            target, iterable, conditions = generators[0]
+            iterations = self._literal_iterations(self.ev(iterable, frame))
+            if iterations is not None:  # `{name: fabric.setup(m) for name, m in models.items()}`: key by key
+                container = Container(node, frame.scope.path)
+                for case, values in iterations:
+                    inner = frame.fork()
+                    inner.variant = (frame.variant or ()) + (case,)
+                    self.assign(target, values, inner)
+                    for condition in conditions:
+                        self.ev(condition, inner)
+                    self._store_element(container, self.ev(element[1][0], inner), self.ev(element[1][1], inner))
+                    frame.marked = frame.marked | inner.marked
+                return frozenset({container})
         inner = frame.fork()
         for target, iterable, conditions in generators:
             self.assign(target, self.iter_values(self.ev(iterable, inner)), inner)
@@ -1174,6 +1554,11 @@ class Solver:
         kwargs: list[tuple[str | None, frozenset]] = [(name, self.ev(value, frame)) for name, value in kwarg_exprs]
         call = _Call(node, func_expr, args, kwargs, frame)
         call.receivers = receivers
+        call.arg_exprs = arg_exprs
+        if receivers is not None and func_expr[2] in _REINIT_OR_LOAD:
+            self._reinit_event(func_expr[2], call)
+        if frame.written or frame.fresh:
+            self._passed_on(frame, callees, args, kwargs, receivers)
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)
@@ -1194,6 +1579,27 @@ class Solver:
             else:
                 result = result | self.call_value(callee, call)
         return result
+
+    def _reinit_event(self, method: str, call: "_Call") -> None:
+        """Calls that give a model's weights values after Fabric's setup: `model.reset_parameters()`,
+        `model.apply(init_fn)`, `model.load_state_dict(...)`, `fabric.load(path, {"model": model})`,
+        `fabric.load_raw(path, model)`. What ModelParallel leaves uninitialised is then overwritten
+        (FAB002 reads these events after the solve)."""
+        if method in _REINIT_METHODS:
+            values = frozenset(v for v in call.receivers if isinstance(v, (Wrapped, Instance)))
+        elif method in ("load", "load_raw") and any(isinstance(v, FabricValue) for v in call.receivers):
+            values = set()
+            for given in (call.positional(1), call.keyword("state"), call.keyword("obj")):
+                for value in given:
+                    if isinstance(value, Container):
+                        values.update(self.read(("elements", value.site)))
+                    else:
+                        values.add(value)
+            values = frozenset(v for v in values if isinstance(v, (Wrapped, Instance)))
+        else:
+            return
+        if values:
+            self._event("reinit", call, values=values, method=method)
 
     def _grouped_callees(self, callees: frozenset) -> list:
         """The callees in a fixed order, a project method bound to several receivers called once
@@ -1260,6 +1666,8 @@ class Solver:
 
     def _bind_class_value(self, value, owner_cls, receiver) -> Iterable:
         """A value found in a class body, seen through an instance (receiver) or the class."""
+        if isinstance(value, Special) and value.kind == "dataclass_field":
+            return tuple(self.read(("field_default", value.extra)))  # dataclasses sets the default on the class
         if isinstance(value, Function) and not value.external:
             scope = value.scope
             kind = scope.method_kind if scope.class_scope is not None else "method"
@@ -1346,7 +1754,7 @@ class Solver:
 
     def _wrapped_attribute(self, wrapped: Wrapped, name: str) -> frozenset:
         if name in _UNWRAPPING_ATTRIBUTES:
-            return self.read(("setup_module", wrapped.site))
+            return self.read(("setup_module", _site_key(wrapped.site, wrapped.variant)))
         if name == "mark_forward_method":
             return frozenset({Special("mark", wrapped)})
         if name in ("forward", "__call__"):
@@ -1356,7 +1764,7 @@ class Solver:
         if name in wrapper_attributes():
             return frozenset({Special("lib_method", wrapped, name)})
         found = {WrappedMethod(wrapped, name)}
-        for inner in self.read(("setup_module", wrapped.site)):
+        for inner in self.read(("setup_module", _site_key(wrapped.site, wrapped.variant))):
             if isinstance(inner, Instance) and isinstance(inner.cls, Class):
                 found.update(self.read(("field", inner.cls, name)))
         return frozenset(found)
@@ -1392,9 +1800,48 @@ class Solver:
                         found.update(self.read(("element", obj.site, ANY_KEY)))
                     else:
                         found.update(self.read(("elements", obj.site)))
+            elif obj == _NONE_CONST:
+                continue  # `None[k]` raises: nothing flows from it (every function may return None, see `_NONE`)
             else:
                 found.add(UNKNOWN)
         return frozenset(found)
+
+    def _literal_iterations(self, values: frozenset) -> list[tuple] | None:
+        """(the case, what it yields) for each iteration over a display with literal keys, in order: the items of
+        `{"actor": a, "critic": c}.items()` as (key, value) pairs, the keys of such a dict, the
+        elements of `("student", "teacher")`; None for anything else. A loop over them is followed
+        one iteration at a time, so each key keeps its own value (what it writes is what the loop
+        over all of them at once writes, key by key: the fixed point only grows)."""
+        if len(values) != 1:
+            return None
+        (value,) = values
+        items = isinstance(value, Special) and value.kind == "items" and isinstance(value.receiver, Container)
+        container = value.receiver if items else value
+        if not isinstance(container, Container):
+            return None
+        site = container.site
+        if self.read(("element", site, ANY_KEY)):
+            return None
+        if _dict_site(site):
+            keys = self.ordered(self.read(("keys", site)))
+            if not keys or len(keys) > _MAX_UNROLLED or not all(isinstance(key, Const) for key in keys):
+                return None
+            if not items:
+                return [((site, key), frozenset({key})) for key in keys]
+            found = []
+            for key in keys:
+                pair = (site, "item", key)
+                item = self.read(("element", site, key))
+                self.write(("element", pair, const(0)), frozenset({key}))
+                self.write(("element", pair, const(1)), item)
+                self.write(("elements", pair), frozenset({key}) | item)
+                found.append(((site, key), frozenset({Container(pair, container.path)})))
+            return found
+        if items or not isinstance(site, (ast.List, ast.Tuple)) or not site.elts or len(site.elts) > _MAX_UNROLLED \
+                or any(isinstance(e, ast.Starred) for e in site.elts):
+            return None
+        found = [((site, const(index)), self.read(("element", site, const(index)))) for index in range(len(site.elts))]
+        return found if all(values for _, values in found) else None
 
     def iter_values(self, values: frozenset) -> frozenset:
         found = set()
@@ -1489,7 +1936,7 @@ class Solver:
         return tagged
 
     def _meta_for(self, context: MetaTag, call: "_Call") -> MetaTag:
-        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5]))
+        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5], context[6]))
 
     def _call_function(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         if node is not None and frame is not None:
@@ -1554,7 +2001,7 @@ class Solver:
         extra_keywords: list[tuple[str, frozenset]] = []
         for name, values in kwargs:
             if name is None:
-                expanded = self._expand_kwargs(values)
+                expanded = self._expand_kwargs(values, frame)
                 for key, item in expanded:
                     if key is None:
                         for param in params:
@@ -1618,14 +2065,17 @@ class Solver:
                 return found
         return None
 
-    def _expand_kwargs(self, values: frozenset) -> list[tuple[str | None, frozenset]]:
-        """`f(**kwargs)`: (keyword, values) for the literal keys of dict-like containers; None for the rest."""
+    def _expand_kwargs(self, values: frozenset, frame: _Frame | None = None) -> list[tuple[str | None, frozenset]]:
+        """`f(**kwargs)`: (keyword, values) for the literal keys of dict-like containers; None for the rest.
+        What this run just wrote into a dict it holds alone is what that key holds (`_write_through`)."""
         found: list = []
+        written = frame.written if frame is not None and len(values) == 1 else {}
         for value in sorted(values, key=_sort_key):
             if isinstance(value, Container):
                 for key in sorted(self.read(("keys", value.site)), key=_sort_key):
                     if isinstance(key, Const) and key.kind == "str":
-                        found.append((key.value, self.read(("element", value.site, key))))
+                        item = written.get(("site", value.site, key)) if written else None
+                        found.append((key.value, item if item is not None else self.read(("element", value.site, key))))
                 anywhere = self.read(("element", value.site, ANY_KEY))
                 if anywhere:
                     found.append((None, anywhere))
@@ -1637,7 +2087,7 @@ class Solver:
         mro = self.mro(cls)
         frame = call.frame
         if self.is_fabric_class(cls):
-            made = FabricValue(call.node, frame.scope.path, cls)
+            made = FabricValue(call.node, frame.scope.path, cls, variant=frame.variant)
             self._record_fabric_arguments(call)
             receiver = made
         else:
@@ -1646,6 +2096,7 @@ class Solver:
             receiver = made
             if meta is not None:
                 self._event("meta_build", call, values=frozenset({made}))
+        frame.constructed = call.node
         init = None
         for ref in mro:
             if isinstance(ref, Class) and not ref.external:
@@ -1664,17 +2115,49 @@ class Solver:
         return frozenset({made})
 
     def _dataclass_fields(self, cls: Class, fields: tuple[str, ...], call: "_Call") -> None:
+        """A dataclass built by `call`: its fields get the arguments, the rest their defaults (a config
+        built without overrides holds its defaults: known values). `**overrides` gives the fields it
+        names by literal keys; what it may hold otherwise may be in any field not named."""
+        given: set[str] = set()
+        anywhere = NOTHING  # values that may land in any field not named (`*args`, `**unknown`)
         for index, (starred, values) in enumerate(call.args):
-            if starred or index >= len(fields):
+            if starred:
+                anywhere = anywhere | self.iter_values(values) | JUST_UNKNOWN
+                break
+            if index >= len(fields):
                 break
             self.write(("field", cls, fields[index]), self._with_declared(cls, fields[index], values))
+            given.add(fields[index])
         for name, values in call.kwargs:
+            if name is None:
+                for key, item in self._expand_kwargs(values, call.frame):
+                    if key is None:
+                        anywhere = anywhere | item
+                    elif key in fields:
+                        self.write(("field", cls, key), item)
+                        given.add(key)
+                continue
             if name in fields:
                 self.write(("field", cls, name), self._with_declared(cls, name, values))
-        given = {fields[i] for i in range(min(len(call.args), len(fields)))} | {n for n, _ in call.kwargs if n}
+                given.add(name)
         for name in fields:
             if name not in given:
-                self.write(("field", cls, name), self.read(("classattr", cls, name)))
+                self.write(("field", cls, name), self._field_default(cls, name, call) | anywhere)
+
+    def _field_default(self, cls: Class, name: str, call: "_Call") -> frozenset:
+        """What a dataclass field holds when its constructor is not given it: the class body's value,
+        or what `field(default=...)` / `field(default_factory=...)` makes (the factory is called)."""
+        found = set()
+        for value in self.read(("classattr", cls, name)):
+            if isinstance(value, Special) and value.kind == "dataclass_field":
+                found.update(self.read(("field_default", value.extra)))
+                factory_call = _Call(call.node, None, [], [], call.frame, call.depth + 1)
+                for factory in self.ordered(self.read(("field_factory", value.extra))):
+                    if call.depth < MAX_PARTIAL_DEPTH:
+                        found.update(self.call_value(factory, factory_call))
+            else:
+                found.add(value)
+        return frozenset(found)
 
     # -- library semantics -----------------------------------------------------------------------------------
     def _library_call(self, qualified: str, call: "_Call") -> frozenset:
@@ -1682,9 +2165,17 @@ class Solver:
         frame = call.frame
         if name in FABRIC_CLASS_NAMES:
             self._record_fabric_arguments(call)
-            return frozenset({FabricValue(call.node, frame.scope.path)})
+            return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})
         if name == "torch.compile":
             return frozenset(_compiled(value) for value in call.positional(0))
+        if name == "dataclasses.field":  # its default (or factory) is the field's value: _field_default
+            self.write(("field_default", call.node), call.keyword("default"))
+            self.write(("field_factory", call.node), call.keyword("default_factory"))
+            return frozenset({Special("dataclass_field", None, call.node)})
+        if name in ("dataclasses.asdict", "builtins.vars"):
+            return self._fields_as_dict(call.positional(0), call)
+        if name in ("copy.deepcopy", "copy.copy"):
+            return call.positional(0)  # the same values (what is written into the copy joins them)
         if name == "functools.partial":
             site = call.node
             self.write(("partial_function", site), call.positional(0))
@@ -1704,7 +2195,8 @@ class Solver:
         if name == "torch.set_default_device":
             kinds = call.positional(0) | call.keyword("device")
             if const("meta") in kinds or any(isinstance(v, Special) and v.kind == "meta_device" for v in kinds):
-                frame.default_meta = MetaTag(("default_device", call.node, None, frame.scope.path, frozenset(), None))
+                frame.default_meta = MetaTag(("default_device", call.node, None, frame.scope.path, frozenset(), None,
+                                              frame.variant))
             elif kinds and UNKNOWN not in kinds:
                 frame.default_meta = None
             return frozenset({const(None)})
@@ -1720,7 +2212,7 @@ class Solver:
             found = set()
             for value in call.positional(0):
                 if isinstance(value, Wrapped):
-                    found.update(self.read(("setup_module", value.site)))
+                    found.update(self.read(("setup_module", _site_key(value.site, value.variant))))
                 else:
                     found.add(value)
             return frozenset(found)  # nothing yet is nothing, not unknown (see _record_fabric_arguments)
@@ -1740,6 +2232,39 @@ class Solver:
         if name.startswith("builtins."):
             return self._builtin_call(short, call)
         return JUST_UNKNOWN
+
+    def _fields_as_dict(self, objects: frozenset, call: "_Call") -> frozenset:
+        """`dataclasses.asdict(obj)`, `vars(obj)`: a dict of the fields of the project instances given
+        (a dict keyed by each field name); anything else gives an unknown dict."""
+        site = call.node
+        container = Container(site, call.frame.scope.path)
+        chain = _chain(call.arg_exprs[0]) if call.arg_exprs and call.arg_exprs[0][0] != "star" else None
+        written = call.frame.written if chain is not None and len(objects) == 1 else {}
+        for value in objects:
+            if value == const(None):
+                continue  # asdict(None) raises: nothing flows from it (a factory's falling off its end)
+            cls = value.cls if isinstance(value, Instance) else None
+            if not isinstance(cls, Class) or cls.external:
+                self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
+                self.write(("elements", site), JUST_UNKNOWN)
+                continue
+            for ref in self.mro(cls):
+                if not isinstance(ref, Class) or ref.external:
+                    continue
+                fields = self._ask("dataclass_fields", ref)
+                if fields is None:
+                    continue
+                for field_name in fields:
+                    # `cfg.devices = 1` just before `asdict(cfg)`: the field is what was written last
+                    item = written.get(("path", chain[0], chain[1] + (field_name,))) if written else None
+                    if item is None:
+                        item = self.read(("field", cls, field_name))
+                    self._store_element(container, frozenset({const(field_name)}), item)
+                break
+            else:
+                self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
+                self.write(("elements", site), JUST_UNKNOWN)
+        return frozenset({container})
 
     def _library_results(self, classes, call: "_Call") -> frozenset:
         """Instances of the library classes (or families) a library call returns; a tuple of them for
@@ -1901,7 +2426,8 @@ class Solver:
             # A Fabric subclass's own __init__ hands Fabric its arguments: those decide the strategy.
             self._record_fabric_arguments(call)
             if special.receiver.site is not None:
-                self.write(("fabric_init", special.receiver.site), frozenset({Special("init_call", None, call.node)}))
+                self.write(("fabric_init", _site_key(special.receiver.site, special.receiver.variant)),
+                           frozenset({Special("init_call", call.frame.variant, call.node)}))
             return _NONE
         if kind == "mark":
             self._mark(special.receiver, call)
@@ -1937,8 +2463,11 @@ class Solver:
             modules = frozenset(value for value in modules if not isinstance(value, Wrapped))
             self.write(("setup_module", site), modules)
             self.write(("setup_fabric", site), frozenset({fabric}))
+            if frame.variant:  # kept per case too: Wrapped values of a case read their own
+                self.write(("setup_module", (site, frame.variant)), modules)
+                self.write(("setup_fabric", (site, frame.variant)), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)
-            wrapped = Wrapped(site, frame.scope.path)
+            wrapped = Wrapped(site, frame.scope.path, frame.variant)
             self._carry(frame, frozenset({wrapped}))
             if method == "setup_module":
                 return frozenset({wrapped})
@@ -1954,9 +2483,10 @@ class Solver:
             self.write(("elements", site), frozenset({wrapped, UNKNOWN}))
             return frozenset({Container(site, frame.scope.path)})
         if method == "init_module":
-            self.write(("init_kw", call.node), call.keyword("empty_init") or frozenset({const(None)}))
+            key = ("init_kw", _site_key(call.node, frame.variant))
+            self.write(key, call.keyword("empty_init") or frozenset({const(None)}))
             if call.args:
-                self.write(("init_kw", call.node), call.positional(0))
+                self.write(key, call.positional(0))
             return frozenset({Special("init_module", fabric, call.node)})
         if method == "call":
             return self._callback_call(fabric, call)
@@ -2011,14 +2541,22 @@ class Solver:
             self.write(("elements", site), values)
             return frozenset({const(None)})
         if method == "update":
+            frame = call.frame
+            fresh = ("site", site) in frame.fresh
             for name, values in call.kwargs:
                 if name is not None:
                     self._store_element(container, frozenset({const(name)}), values)
+                    self._write_through(frame, ("site", site, const(name)), values, fresh)
+                else:
+                    self._forget(frame, lambda key: key[0] == "site" and key[1] is site)
             for value in call.positional(0):
                 if isinstance(value, Container):
                     self.write(("element", site, ANY_KEY), self.read(("elements", value.site)))
                     self.write(("elements", site), self.read(("elements", value.site)))
+                self._forget(frame, lambda key: key[0] == "site" and key[1] is site)
             return frozenset({const(None)})
+        if method in ("pop", "clear", "popitem"):
+            self._forget(call.frame, lambda key: key[0] == "site" and key[1] is site)
         if method in ("get", "pop", "setdefault"):
             keys = call.positional(0)
             found = set(self.subscript(frozenset({container}), keys))
@@ -2063,44 +2601,60 @@ class Solver:
     def _record_fabric_arguments(self, call: "_Call") -> None:
         site = call.node
         self.write(("fabric_call", site), frozenset({Special("fabric_call", None, call.frame.scope.path)}))
+        key = _site_key(site, call.frame.variant)
         for name, values in call.kwargs:
             # No value yet is not an unknown value: written as unknown, a run that comes before the
             # caller's would leave it for good. A keyword with no value at the end is unknown
             # (_strategy_from).
-            self.write(("fabric_kw", site, name if name is not None else "**"), values)
+            if name is not None:
+                self.write(("fabric_kw", key, name), values)
+                continue
+            # `Fabric(**config)`: the literal keys of the dicts it may be, as they are at this call
+            # (what the function wrote into its own dict last); what cannot be told by key is "**".
+            if any(isinstance(value, Container) for value in values):
+                self.write(("fabric_spread", key), frozenset({const(None)}))  # a dict seen (maybe empty)
+            for spread, item in self._expand_kwargs(values, call.frame):
+                if spread is None:
+                    self.write(("fabric_kw", key, "**"), item)
+                else:
+                    self.write(("fabric_kw", key, spread), item)
+                    self.write(("fabric_spread", key), frozenset({const(spread)}))
 
     def strategy(self, fabric: FabricValue) -> Strategy:
         """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
         for a subclass whose __init__ calls `super().__init__(...)`, from the arguments of that call."""
         if fabric.site is None:
             return Strategy(UNKNOWN_STRATEGY, fabric.origin or "a Fabric passed in", None)
-        cached = self._strategies.get(id(fabric.site))
+        cached = self._strategies.get((id(fabric.site), fabric.variant))
         if cached is None:
-            inits = [v.extra for v in self.ordered(self.peek(("fabric_init", fabric.site)))]
+            inits = self.ordered(self.peek(("fabric_init", _site_key(fabric.site, fabric.variant))))
             if not inits:
-                cached = self._strategy_from(fabric.site, fabric.path)
+                cached = self._strategy_from(fabric.site, fabric.path, fabric.variant)
             else:
-                cached = _combined([self._strategy_from(node, fabric.path) for node in inits])
-            self._strategies[id(fabric.site)] = cached
+                cached = _combined([self._strategy_from(v.extra, fabric.path, v.receiver) for v in inits])
+            when = self._when(fabric.variant, fabric.path)
+            if when:
+                cached = cached._replace(when=when)
+            self._strategies[(id(fabric.site), fabric.variant)] = cached
         return cached
 
-    def _strategy_from(self, node: ast.AST, path: str) -> Strategy:
+    def _strategy_from(self, node: ast.AST, path: str, variant=None) -> Strategy:
         keywords: dict[str, frozenset] = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
                 name = keyword.arg if keyword.arg is not None else "**"
-                keywords[name] = self.peek(("fabric_kw", node, name)) or JUST_UNKNOWN
+                keywords[name] = self.peek(("fabric_kw", _site_key(node, variant), name)) or JUST_UNKNOWN
         if "**" in keywords:
-            # `Fabric(**config)`: the literal keys of a dict we can see; anything else is unknown.
-            spread = keywords.pop("**")
-            for value in spread:
-                if not isinstance(value, Container):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
-                if self.peek(("element", value.site, ANY_KEY)):
-                    return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
-                for key in self.peek(("keys", value.site)):
-                    if isinstance(key, Const) and isinstance(key.value, str):
-                        keywords[key.value] = keywords.get(key.value, NOTHING) | self.peek(("element", value.site, key))
+            # `Fabric(**config)`: the literal keys of the dicts it may be (_record_fabric_arguments);
+            # anything else, or nothing seen at all, is unknown.
+            keywords.pop("**")
+            key = _site_key(node, variant)
+            spread = self.peek(("fabric_spread", key))
+            if self.peek(("fabric_kw", key, "**")) or not spread:
+                return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+            for name in self.ordered(spread):
+                if isinstance(name.value, str):
+                    keywords[name.value] = keywords.get(name.value, NOTHING) | self.peek(("fabric_kw", key, name.value))
         texts = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -2115,16 +2669,19 @@ class Solver:
         kinds = {a.kind for a in alternatives}
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
-        described = f"strategy={texts.get('strategy', '...')}"
+        how = _merged_how(alternatives)
+        shown = texts.get("strategy") or " or ".join(
+            json.dumps(v.value) if isinstance(v, Const) else "..." for v in sorted(strategy_values, key=_sort_key))
+        described = f"strategy={shown}"
         if kinds == {WRAPPING}:
-            return Strategy(WRAPPING, described, merged_materializes)
+            return Strategy(WRAPPING, described, merged_materializes, how)
         if kinds == {SINGLE}:
-            return Strategy(SINGLE, described, merged_materializes)
-        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes)
+            return Strategy(SINGLE, described, merged_materializes, how)
+        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how)
 
-    def empty_init(self, init_call: ast.AST | None):
+    def empty_init(self, init_call: ast.AST | None, variant=None):
         """True, False or "maybe": what `init_module(empty_init=...)` was given (after the solve)."""
-        values = self.peek(("init_kw", init_call)) if init_call is not None else NOTHING
+        values = self.peek(("init_kw", _site_key(init_call, variant))) if init_call is not None else NOTHING
         if not values or values <= {const(False), const(None)}:
             return False
         if values == {const(True)}:
@@ -2143,13 +2700,19 @@ class Solver:
             named = value.name
         else:
             return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time (strategy={strategy_text or '...'})", None)
+        if described and named not in strategy_text:  # `strategy=strategy`: say which one it is here
+            described += f" ({json.dumps(named) if isinstance(value, Const) else named})"
+        elif described and isinstance(value, Const) and strategy_text != json.dumps(named) \
+                and strategy_text.replace("'", '"') != json.dumps(named):
+            described = f"strategy={json.dumps(named)}"  # one value of `"ddp" if args.distributed else "auto"`
         materializes = any(named.startswith(prefix) for prefix in _MATERIALIZING)
+        how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
         if named != "auto":
             wraps = tables().strategy_wraps(named)
             if wraps is True:
-                return Strategy(WRAPPING, described, materializes)
+                return Strategy(WRAPPING, described, materializes, how)
             if wraps is False:
-                return Strategy(SINGLE, described, materializes)
+                return Strategy(SINGLE, described, materializes, how)
             return Strategy(UNKNOWN_STRATEGY, described or f"strategy {named!r}", None)
         devices = keywords.get("devices")
         accelerator = keywords.get("accelerator")
@@ -2169,7 +2732,8 @@ class Solver:
             return Strategy(WRAPPING, f"devices={texts.get('devices')}", False)
         if max(counts) > 1:
             return Strategy(UNKNOWN_STRATEGY, f"devices={texts.get('devices')} chosen at run time", False)
-        shown = ", ".join(f"{k}={texts[k]}" for k in ("accelerator", "devices", "strategy") if k in texts) or "Fabric()"
+        shown = ", ".join(f"{k}={_shown(k, texts, keywords)}" for k in ("accelerator", "devices", "strategy")
+                          if _shown(k, texts, keywords)) or "Fabric()"
         return Strategy(SINGLE, shown, False)
 
     def _device_counts(self, devices, accelerator, node, texts) -> set | None:
@@ -2213,7 +2777,7 @@ class Solver:
     def _event_at(self, kind: str, node, frame: _Frame, **data) -> None:
         if frame.expecting and kind in _EXPECTED_KINDS:
             return  # `with pytest.raises(...)`: the error is what the test wants
-        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data))
+        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data, frame.variant))
 
 
 class _Receivers(tuple):
@@ -2229,12 +2793,13 @@ class _Receivers(tuple):
 
 
 class _Call:
-    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth", "receivers")
+    __slots__ = ("node", "func_expr", "args", "kwargs", "frame", "depth", "receivers", "arg_exprs")
 
     def __init__(self, node, func_expr, args, kwargs, frame, depth: int = 0) -> None:
         self.node = node
         self.func_expr = func_expr
         self.receivers = None  # for `obj.m(...)` as written: the values of `obj`
+        self.arg_exprs = ()  # the positional arguments as written (IR), when the call is written
         self.args = args  # [(starred, values)]
         self.kwargs = kwargs  # [(name | None, values)]
         self.frame = frame
@@ -2285,6 +2850,13 @@ _EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build"))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
+NONE_CONST = const(None)
+
+
+def _may_be_none(value) -> bool:
+    return value == NONE_CONST or isinstance(value, Unknown)
+
+
 def _expects_error(expr: ast.AST) -> bool:
     """`pytest.raises(...)`, `pytest.warns(...)`, `self.assertRaises(...)` as a context manager."""
     if not isinstance(expr, ast.Call):
@@ -2333,10 +2905,22 @@ def _combined(strategies: list[Strategy]) -> Strategy:
     kinds = {s.kind for s in strategies}
     materializes = {s.materializes for s in strategies}
     merged = materializes.pop() if len(materializes) == 1 else None
+    how = _merged_how(strategies)
     description = " or ".join(dict.fromkeys(s.description for s in strategies))
     if len(kinds) == 1:
-        return Strategy(kinds.pop(), description, merged)
-    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged)
+        return Strategy(kinds.pop(), description, merged, how)
+    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how)
+
+
+def _merged_how(strategies: list[Strategy]) -> object:
+    """How the alternatives materialize, together: one way, or "mixed" when it depends on which runs."""
+    hows = {s.how for s in strategies}
+    materializes = {s.materializes for s in strategies}
+    if len(hows) == 1 and len(materializes) == 1:
+        return hows.pop()
+    if hows == {None}:
+        return None
+    return "mixed"
 
 
 def _is_generic_class(qualified: str) -> bool:
@@ -2350,6 +2934,377 @@ def _compiled(value):
     if isinstance(value, Instance):
         return value._replace(compiled=True)
     return value
+
+
+_NO = object()  # Solver._static: not a constant of the program
+_MAX_FOLDED = 64  # combinations of operand values folded at one comparison
+
+
+def _truth(value) -> bool | None:
+    """The truth value of a constant (None for anything else: it may be either)."""
+    if isinstance(value, Const):
+        return bool(value.value)
+    return None
+
+
+def _fold(operands: list, compute) -> frozenset:
+    """An operation on sets of values, value by value: constants give the constant computed (when the
+    operation is defined on them), anything else is unknown. Empty stays empty (nothing yet)."""
+    if any(not values for values in operands):
+        return NOTHING
+    count = 1
+    for values in operands:
+        count *= len(values)
+    if count > _MAX_FOLDED:
+        return JUST_UNKNOWN
+    found = set()
+    combinations = [[]]
+    for values in operands:
+        combinations = [chosen + [value] for chosen in combinations for value in values]
+    for chosen in combinations:
+        if not all(isinstance(value, Const) for value in chosen):
+            found.add(UNKNOWN)
+            continue
+        result = compute([value.value for value in chosen])
+        found.add(UNKNOWN if result is _NO else const(result))
+    return frozenset(found)
+
+
+_SINGLETONS = (None, True, False)
+
+
+def _compare(op: str, left, right):
+    try:
+        if op == "Eq":
+            return left == right
+        if op == "NotEq":
+            return left != right
+        if op in ("Is", "IsNot"):
+            if left in _SINGLETONS and type(left) is not int or right in _SINGLETONS and type(right) is not int:
+                same = left is right
+                return same if op == "Is" else not same
+            return _NO
+        if op in ("In", "NotIn"):
+            if isinstance(right, str) and isinstance(left, str):
+                return (left in right) if op == "In" else (left not in right)
+            return _NO
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)) or isinstance(left, str) and isinstance(right, str):
+            return {"Lt": left < right, "LtE": left <= right, "Gt": left > right, "GtE": left >= right}.get(op, _NO)
+    except Exception:  # noqa: BLE001 - a comparison the program would fail on: not a constant
+        return _NO
+    return _NO
+
+
+def _compare_chain(values: list, ops: list):
+    """`a < b < c` on constants: True, False, or _NO when one comparison is not defined on them."""
+    result = True
+    for op, left, right in zip(ops, values, values[1:]):
+        step = _compare(op, left, right)
+        if step is _NO:
+            return _NO
+        if not step:
+            return False
+    return result
+
+
+def _unary(op: str, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if op == "USub":
+            return -value
+        if op == "UAdd":
+            return value
+        if op == "Invert" and isinstance(value, int):
+            return ~value
+    if op == "Not":
+        return not value
+    return _NO
+
+
+def _strip_not(test: tuple) -> tuple[tuple, bool]:
+    """(the test without its leading `not`s, whether the branch is taken when that is true)."""
+    polarity = True
+    while test[0] == "not":
+        test = test[1]
+        polarity = not polarity
+    return test, polarity
+
+
+def _condition_key(expr: tuple):
+    """A structural key for a test that reads the same value wherever it is written in one scope:
+    a name, an attribute chain or a literal subscript of one (`args.model_parallel`, `cfg["fsdp"]`),
+    or a comparison of these with literals; None for anything else (calls may differ each time)."""
+    kind = expr[0]
+    if kind == "name":
+        return ("name", expr[1])
+    if kind == "const":
+        return ("const", type(expr[1]).__name__, expr[1])
+    if kind == "attr":
+        inner = _condition_key(expr[1])
+        return None if inner is None or inner[0] == "const" else ("attr", inner, expr[2])
+    if kind == "sub":
+        inner, index = _condition_key(expr[1]), _condition_key(expr[2])
+        if inner is None or inner[0] == "const" or index is None or index[0] != "const":
+            return None
+        return ("sub", inner, index)
+    if kind == "compare":
+        parts = [_condition_key(expr[1])] + [_condition_key(right) for _, right in expr[2]]
+        if any(part is None for part in parts) or all(part[0] == "const" for part in parts):
+            return None
+        return ("compare", tuple(parts), tuple(op for op, _ in expr[2]))
+    return None
+
+
+def _condition_roots(key) -> set[str]:
+    if key[0] == "name":
+        return {key[1]}
+    if key[0] in ("attr", "sub"):
+        return _condition_roots(key[1])
+    if key[0] == "compare":
+        return set().union(*(_condition_roots(part) for part in key[1] if part[0] != "const"))
+    return set()
+
+
+# Calls and literals that make a branch matter to the rules: it builds a Fabric or a strategy,
+# chooses a device, the meta device or `empty_init`, sets a model up or marks a method.
+_RELEVANT_CALLS = frozenset((
+    "init_module", "device", "set_default_device", "setup", "setup_module", "mark_forward_method", "compile",
+    "_materialize_meta_tensors", "_materialize_distributed_module", "FullyShardedDataParallel",
+))
+_SPLIT_TOKENS = ("Fabric", "Lite", "Strategy", "strategy", "init_module", "meta", "set_default_device", "materialize")
+_RELEVANT_KEYWORDS = frozenset(("strategy", "devices", "num_nodes", "empty_init", "accelerator"))
+_RELEVANT_STRINGS = frozenset((
+    "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp", "deepspeed", "dp", "model_parallel", "xla", "xla_fsdp",
+    "meta", "single_device", "auto", "cpu", "cuda", "gpu",
+))
+
+
+class _Decider(tuple):
+    """The condition one scope's interpretation is split on: (structural key, its first test node,
+    the condition as an expression)."""
+
+    __slots__ = ()
+    key = property(lambda self: self[0])
+    node = property(lambda self: self[1])
+    expression = property(lambda self: self[2])
+
+
+def _decider(scope: ir.Scope):
+    """The condition that decides the most branches of `scope` (two or more) of which one matters
+    to the rules (`if use_model_parallel:` that chooses the strategy, then the meta device), or None. Read from
+    the scope's own statements (not nested scopes), so it is the same on every run: the split is
+    static and the interpretation stays monotone. A condition whose names are bound again after
+    its first test, or inside a loop, is not one value and is not split on."""
+    cached = scope.__dict__.get("_fabric_lsp_decider", False)
+    if cached is not False:
+        return cached
+    tests: dict = {}  # key -> [count, first position, first node, relevant, expression]
+    bindings: list[tuple[int, str, bool]] = []  # (position, root name, inside a loop)
+    position = [0]
+
+    def bind(pattern, in_loop: bool) -> None:
+        kind = pattern[0]
+        if kind == "name":
+            bindings.append((position[0], pattern[1], in_loop))
+        elif kind in ("attr", "sub"):
+            root = pattern[1]
+            while root[0] in ("attr", "sub"):
+                root = root[1]
+            if root[0] == "name":
+                bindings.append((position[0], root[1], in_loop))
+        elif kind in ("tuple",):
+            for inner in pattern[1]:
+                bind(inner, in_loop)
+        elif kind == "star":
+            bind(pattern[1], in_loop)
+
+    def test(expr, node, branches, in_loop) -> None:
+        core, _ = _strip_not(expr)
+        key = _condition_key(core)
+        if key is None or key[0] == "const" or any(name.startswith("__") for name in _condition_roots(key)):
+            return  # `if __name__ == "__main__":` chooses nothing the rules read
+        entry = tests.setdefault(key, [0, position[0], node, [], core])
+        entry[0] += 1
+        entry[3].extend(branches)  # whether one of them matters is read only for conditions tested twice
+
+    def walk_expr(expr, in_loop) -> None:
+        # Conditional expressions where a statement writes them (`x = a if c else b`, `return ...`)
+        # or as an argument (`Fabric(strategy="ddp" if c else "auto")`): a shallow look, not a
+        # walk of every expression (this runs for every scope of the program).
+        position[0] += 1
+        kind = expr[0]
+        if kind == "ifexp":
+            test(expr[1], expr[4], (expr[2], expr[3]), in_loop)
+        elif kind == "walrus":
+            bindings.append((position[0], expr[1], in_loop))
+        elif kind == "call":
+            for argument in expr[2]:
+                if argument[0] == "ifexp":
+                    test(argument[1], argument[4], (argument[2], argument[3]), in_loop)
+            for _, argument in expr[3]:
+                if argument[0] == "ifexp":
+                    test(argument[1], argument[4], (argument[2], argument[3]), in_loop)
+
+    def walk(statements, in_loop: bool) -> None:
+        for statement in statements:
+            position[0] += 1
+            kind = statement[0]
+            if kind == "assign":
+                walk_expr(statement[2], in_loop)
+                for target in statement[1]:
+                    bind(target, in_loop)
+            elif kind == "aug":
+                walk_expr(statement[2], in_loop)
+                bind(statement[1], in_loop)
+            elif kind in ("expr", "return"):
+                if statement[1] is not None:
+                    walk_expr(statement[1], in_loop)
+            elif kind == "if":
+                walk_expr(statement[1], in_loop)
+                test(statement[1], statement[4], (statement[2], statement[3]), in_loop)
+                walk(statement[2], in_loop)
+                walk(statement[3], in_loop)
+            elif kind in ("for", "while"):
+                walk_expr(statement[2] if kind == "for" else statement[1], in_loop)
+                if kind == "for":
+                    bind(statement[1], True)
+                walk(statement[3] if kind == "for" else statement[2], True)
+                walk(statement[4] if kind == "for" else statement[3], in_loop)
+            elif kind == "with":
+                for context, target in statement[1]:
+                    walk_expr(context, in_loop)
+                    if target is not None:
+                        bind(target, in_loop)
+                walk(statement[2], in_loop)
+            elif kind == "try":
+                walk(statement[1], in_loop)
+                for name, body in statement[2]:
+                    if name:
+                        bindings.append((position[0], name, in_loop))
+                    walk(body, in_loop)
+                walk(statement[3], in_loop)
+                walk(statement[4], in_loop)
+            elif kind == "match":
+                walk_expr(statement[1], in_loop)
+                for body in statement[2]:
+                    walk(body, in_loop)
+            elif kind in ("def", "class"):
+                bindings.append((position[0], statement[1], in_loop))
+            elif kind == "import":
+                for dotted, asname in statement[1]:
+                    bindings.append((position[0], asname or dotted.split(".")[0], in_loop))
+            elif kind == "from":
+                for name, asname in statement[3]:
+                    bindings.append((position[0], asname or name, in_loop))
+
+    walk(scope.body, False)
+    best = None
+    for key, (count, first, node, branches, core) in tests.items():
+        if count < 2:
+            continue  # one branch alone keeps nothing apart: the cases only matter when it decides two
+        roots = _condition_roots(key)
+        if any(name in roots and (in_loop or where > first) for where, name, in_loop in bindings):
+            continue
+        if not any(_relevant(branch) for branch in branches):
+            continue
+        rank = (-count, first)
+        if best is None or rank < best[0]:
+            best = (rank, _Decider((key, node, core)))
+    found = best[1] if best is not None else None
+    scope.__dict__["_fabric_lsp_decider"] = found
+    return found
+
+
+
+def _relevant(branch) -> bool:
+    """Does a branch (statements or an expression) build or choose something the rules read?"""
+    pending = [branch]
+    seen = 0
+    while pending and seen < 5000:
+        seen += 1
+        item = pending.pop()
+        if isinstance(item, ir.Scope) or isinstance(item, ast.AST) or not isinstance(item, (tuple, list)):
+            continue
+        if isinstance(item, tuple) and item and isinstance(item[0], str):
+            kind = item[0]
+            if kind == "call":
+                func = item[1]
+                name = func[2] if func[0] == "attr" else func[1] if func[0] == "name" else ""
+                if isinstance(name, str) and (name in _RELEVANT_CALLS or name.endswith(("Strategy", "Fabric"))
+                                              or name == "LightningLite"):
+                    return True
+                if any(keyword in _RELEVANT_KEYWORDS for keyword, _ in item[3]):
+                    return True
+            elif kind == "const" and isinstance(item[1], str):
+                if item[1] in _RELEVANT_STRINGS or item[1].startswith(("ddp_", "fsdp_", "deepspeed_")):
+                    return True
+                continue
+            elif kind in ("def", "class", "lambda"):
+                continue
+        pending.extend(item)
+    return False
+
+
+_MAX_UNROLLED = 16  # iterations of a loop over a literal display followed one by one
+# Library calls that change none of the objects they are given (Solver._passed_on).
+_PURE_LIBRARY = ("dataclasses.asdict", "dataclasses.field", "copy.", "json.dumps", "builtins.print", "builtins.len",
+                 "builtins.dict", "builtins.list", "builtins.tuple", "builtins.vars", "builtins.isinstance",
+                 "builtins.getattr", "builtins.hasattr", "builtins.sorted", "builtins.str", "builtins.int")
+
+
+def _shown(name: str, texts: dict, keywords: dict) -> str | None:
+    """A Fabric argument as the code writes it, or as the literal it holds (from a `**config`)."""
+    if name in texts:
+        return texts[name]
+    values = keywords.get(name)
+    if values and len(values) == 1:
+        (value,) = values
+        if isinstance(value, Const):
+            return json.dumps(value.value)
+    return None
+
+
+def _chain(expr: tuple) -> tuple[str, tuple[str, ...]] | None:
+    """`cfg.fabric.devices` as (variable, attributes): ("cfg", ("fabric", "devices")); None otherwise."""
+    attributes: list[str] = []
+    while expr[0] == "attr":
+        attributes.append(expr[2])
+        expr = expr[1]
+    if expr[0] != "name":
+        return None
+    return expr[1], tuple(reversed(attributes))
+
+
+def _dict_site(site) -> bool:
+    """Is the container made at `site` a dict (iterating it yields its keys)?"""
+    if isinstance(site, (ast.Dict, ast.DictComp)):
+        return True
+    if isinstance(site, ast.Call):
+        return _last_name(site) in ("dict", "asdict", "vars")
+    return isinstance(site, tuple) and "**kwargs" in site
+
+
+def _site_key(site, variant):
+    """Tables of a Fabric call (its arguments, `init_module`'s `empty_init`, what `setup` got) are kept
+    per case (a split's flag, a loop's key)."""
+    return site if not variant else (site, variant)
+
+
+def _case_value(variant, node):
+    for each, value in variant or ():
+        if each is node:
+            return value
+    return None
+
+
+def compatible(first, second) -> bool:
+    """Can two sets of cases hold on one run? Two values of one flag or one loop's key exclude each other."""
+    if not first or not second:
+        return True
+    for node, value in first:
+        for other, other_value in second:
+            if node is other and value != other_value:
+                return False
+    return True
 
 
 def _int_of(value) -> int | None:
@@ -2378,13 +3333,18 @@ def _describe(value) -> str:
         if isinstance(scope, tuple):  # external: (path, qualname, node)
             return f"{scope[0]}:{scope[1]}"
         return f"{scope.path}:{scope.qualname}:{scope.line}"
-    if isinstance(value, (Wrapped, Container, Partial)):
+    if isinstance(value, Wrapped):
+        return f"{value.path}:{_describe(value.site)}{_describe_variant(value.variant)}"
+    if isinstance(value, (Container, Partial)):
         return f"{value.path}:{_describe(value.site)}"
     if isinstance(value, FabricValue):
-        return f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
+        described = f"{value.path}:{_describe(value.site) if value.site is not None else value.origin}:{_describe(value.cls) if value.cls else ''}"
+        return described + _describe_variant(value.variant)
     if isinstance(value, Instance):
         meta = value.meta
         where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
+        if meta:
+            where += _describe_variant(meta[6])
         declared = value.declared
         annotated = f":{declared[0]}:{_describe(declared[1])}:{declared[2]}" if declared else ""
         return f"{_describe(value.cls)}:{where}:{value.compiled}{annotated}"
@@ -2408,8 +3368,13 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
+def _describe_variant(variant) -> str:
+    return "".join(f":{_describe(node)}={_describe(value)}" for node, value in variant or ())
+
+
 sort_key = _sort_key
 describe = _describe
+site_key = _site_key
 
 
 _STATEMENTS = {
@@ -2441,7 +3406,11 @@ _EXPRESSIONS = {
     "tuple": Solver._e_tuple,
     "list": Solver._e_list,
     "dict": Solver._e_dict,
-    "join": Solver._e_join,
+    "ifexp": Solver._e_ifexp,
+    "boolop": Solver._e_boolop,
+    "compare": Solver._e_compare,
+    "not": Solver._e_not,
+    "unary": Solver._e_unary,
     "walrus": Solver._e_walrus,
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,

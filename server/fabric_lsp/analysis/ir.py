@@ -14,18 +14,21 @@ Expression forms                                  Statement forms
   ("name", id)                                      ("aug", pattern, expr)
   ("attr", expr, name, node)                        ("expr", expr, node)
   ("sub", expr, index_expr, node)                   ("return", expr | None, node)
-  ("call", func, args, kwargs, node)                ("if", test, body, orelse)
+  ("call", func, args, kwargs, node)                ("if", test, body, orelse, test_node)
       args: expr | ("star", expr)                   ("for", pattern, iter, body, orelse)
       kwargs: (name | None, expr)                   ("while", test, body, orelse)
   ("tuple", elts, node) / ("list", elts, node)      ("with", ((expr, pattern | None), ...), body, node)
   ("dict", ((key | None, value), ...), node)        ("try", body, ((name | None, body), ...), orelse, final)
-  ("join", alternatives, evaluated_first)           ("def", name, Scope, decorators, node)
-  ("comp", kind, elt, generators, node)             ("class", name, Scope, bases, keywords, decorators, node)
-  ("lambda", Scope)                                 ("import", ((dotted, asname | None), ...), node)
-  ("walrus", name, expr)                            ("from", module | None, level, ((name, asname), ...), node)
-  ("fstr", parts)  an f-string: parts are exprs      ("declare", name, annotation, annotation node)
+  ("ifexp", test, body, orelse, test_node)          ("def", name, Scope, decorators, node)
+  ("boolop", "and" | "or", operands, node)          ("class", name, Scope, bases, keywords, decorators, node)
+  ("compare", left, ((op, right), ...), node)       ("import", ((dotted, asname | None), ...), node)
+  ("not", expr) / ("unary", op, expr)               ("from", module | None, level, ((name, asname), ...), node)
+  ("comp", kind, elt, generators, node)             ("global", names) / ("nonlocal", names)
+  ("lambda", Scope)                                 ("declare", name, annotation, annotation node)
+  ("walrus", name, expr)
+  ("fstr", parts)  an f-string: parts are exprs
   ("annotated", expr, annotation, annotation node, target text)  `x: T = expr`
-  ("unknown", subexpressions)                       ("global", names) / ("nonlocal", names)
+  ("unknown", subexpressions)
 Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), ("tuple", patterns),
 ("star", pattern).
 """
@@ -252,7 +255,7 @@ class _Builder:
             return ("return", self.opt_expr(node.value, scope), node)
         if kind is ast.If:
             return ("if", self.expr(node.test, scope), self.statements(node.body, scope),
-                    self.statements(node.orelse, scope))
+                    self.statements(node.orelse, scope), node.test)
         if kind in (ast.For, ast.AsyncFor):
             return ("for", self.pattern(node.target, scope), self.expr(node.iter, scope),
                     self.statements(node.body, scope), self.statements(node.orelse, scope))
@@ -395,9 +398,19 @@ class _Builder:
             )
             return ("dict", items, node)
         if kind is ast.IfExp:
-            return ("join", (self.expr(node.body, scope), self.expr(node.orelse, scope)), (self.expr(node.test, scope),))
+            return ("ifexp", self.expr(node.test, scope), self.expr(node.body, scope), self.expr(node.orelse, scope),
+                    node.test)
         if kind is ast.BoolOp:
-            return ("join", tuple(self.expr(v, scope) for v in node.values), ())
+            return ("boolop", "and" if isinstance(node.op, ast.And) else "or",
+                    tuple(self.expr(v, scope) for v in node.values), node)
+        if kind is ast.Compare:
+            return ("compare", self.expr(node.left, scope),
+                    tuple((type(op).__name__, self.expr(right, scope)) for op, right in zip(node.ops, node.comparators)),
+                    node)
+        if kind is ast.UnaryOp:
+            if isinstance(node.op, ast.Not):
+                return ("not", self.expr(node.operand, scope))
+            return ("unary", type(node.op).__name__, self.expr(node.operand, scope))
         if kind is ast.NamedExpr:
             target = node.target.id
             scope.assigned.add(target)

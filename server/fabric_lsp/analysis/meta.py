@@ -116,10 +116,15 @@ class MetaAnalyzer:
             return []
         seen.add(key)
         module_facts = self.modules.module_facts(cls)
-        owns = bool(module_facts.owned) or self._library_base_owns(cls)
+        # What `__init__` builds only in a branch the program's values never take (a flag whose
+        # default is off and that no config sets) is not in the tree: DESIGN.md, "Hint at most".
+        owned = tuple(tensor for tensor in module_facts.owned if self.modules.taken(tensor.guards))
+        owns = bool(owned) or self._library_base_owns(cls)
         if owns and self.resolver.has_reset_parameters(cls) is False:
-            found.append(Offender(cls, cls.name, source, call, tuple(module_facts.owned), path))
+            found.append(Offender(cls, cls.name, source, call, owned, path))
         for child in module_facts.children:
+            if not self.modules.taken(child.guards):
+                continue
             found.extend(self.offenders(child.cls, child.call, child.source, depth + 1, seen, path + (child.attribute,)))
         for parametrized in module_facts.parametrizations:
             found.append(Offender(LibraryClass("torch.nn.utils.parametrize.ParametrizationList"), "ParametrizationList",

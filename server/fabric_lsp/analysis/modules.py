@@ -44,6 +44,7 @@ class ChildModule:
     call: ast.Call  # the constructor call in the parent's source
     source: SourceFile
     attribute: str = ""  # where the parent keeps it: "attn", "blocks[...]"
+    guards: tuple = ()  # ((test node, outcome), ...): the branches of `__init__` it is built in (see guards_of)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class OwnedTensor:
     value: ast.expr | None  # the tensor expression (inside nn.Parameter(...) for parameters)
     statement: ast.stmt
     init_calls: tuple[ast.Call, ...] = ()  # later `nn.init.xxx_(self.attr, ...)` calls in __init__
+    guards: tuple = ()  # the branches of `__init__` it is created in (see guards_of)
 
 
 @dataclass(frozen=True)
@@ -403,9 +405,17 @@ class ModuleAnalyzer:
             self._collect_init(ref, init, facts)
         return facts
 
+    def taken(self, guards: tuple) -> bool:
+        """Can the branches these guards name all be taken with the values the program gives their
+        tests (a flag whose default is off, never set: not)? Without the value flow: yes."""
+        if self.flow is None:
+            return True
+        return all(self.flow.branch_taken(test, outcome) for test, outcome in guards)
+
     def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts) -> None:
         imports = self.resolver.imports_of(cls.source)
         self_name = init.args.args[0].arg if init.args.args else "self"
+        guards = guards_of(init)
         statements = [node for node in ast.walk(init) if isinstance(node, ast.stmt)]
         statements.sort(key=lambda node: (node.lineno, node.col_offset))
         for statement in statements:
@@ -420,26 +430,28 @@ class ModuleAnalyzer:
                         continue
                     tensor = _parameter_value(imports, value)
                     if tensor is not _NOT_A_PARAMETER:
-                        facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement))
+                        facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement,
+                                                       guards=guards.get(id(value), ())))
                     else:
-                        self._collect_children(cls, value, facts, attribute)
+                        self._collect_children(cls, value, facts, attribute, guards)
             elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
                 call = statement.value
                 if _is_self_call(call, ("register_buffer",), self_name) and len(call.args) >= 2:
                     name = _constant_str(call.args[0])
                     value = call.args[1]
                     if name and not (isinstance(value, ast.Constant) and value.value is None):
-                        facts.owned.append(OwnedTensor(name, "buffer", value, statement))
+                        facts.owned.append(OwnedTensor(name, "buffer", value, statement, guards=guards.get(id(call), ())))
                 elif _is_self_call(call, ("register_parameter",), self_name) and len(call.args) >= 2:
                     name = _constant_str(call.args[0])
                     value = call.args[1]
                     if name and not (isinstance(value, ast.Constant) and value.value is None):
                         tensor = _parameter_value(imports, value)
                         facts.owned.append(
-                            OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement)
+                            OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement,
+                                        guards=guards.get(id(call), ()))
                         )
                 elif _is_self_call(call, ("add_module", "register_module"), self_name) and len(call.args) >= 2:
-                    self._collect_children(cls, call.args[1], facts, _constant_str(call.args[0]) or "")
+                    self._collect_children(cls, call.args[1], facts, _constant_str(call.args[0]) or "", guards)
                 elif (imports.qualify(call.func) or "").startswith(_PARAMETRIZATIONS) and call.args:
                     facts.parametrizations.append(Parametrization(call, _self_attribute(call.args[0], self_name) or ""))
         # nn.init.xxx_(self.attr, ...) after the assignment re-initialises the same tensor.
@@ -452,10 +464,12 @@ class ModuleAnalyzer:
                     index = owned_names[attribute]
                     tensor = facts.owned[index]
                     facts.owned[index] = OwnedTensor(
-                        tensor.attribute, tensor.kind, tensor.value, tensor.statement, tensor.init_calls + (call,)
+                        tensor.attribute, tensor.kind, tensor.value, tensor.statement, tensor.init_calls + (call,),
+                        tensor.guards,
                     )
 
-    def _collect_children(self, cls: ClassInfo, value: ast.expr, facts: ModuleFacts, attribute: str = "") -> None:
+    def _collect_children(self, cls: ClassInfo, value: ast.expr, facts: ModuleFacts, attribute: str = "",
+                          guards: dict | None = None) -> None:
         """Module constructor calls in a value: direct, or inside ModuleList/Sequential/ModuleDict."""
         imports = self.resolver.imports_of(cls.source)
         for index, call in enumerate(_constructor_calls(value)):
@@ -473,7 +487,8 @@ class ModuleAnalyzer:
             if isinstance(child, LibraryClass) and child.qualified in _CONTAINERS:
                 continue  # its elements are separate calls, visited by _constructor_calls
             if self.resolver.is_module(child):
-                facts.children.append(ChildModule(child, call, cls.source, attribute if index == 0 else f"{attribute}[...]"))
+                facts.children.append(ChildModule(child, call, cls.source, attribute if index == 0 else f"{attribute}[...]",
+                                                  (guards or {}).get(id(call), ())))
 
     def library_owns_tensors(self, cls: LibraryClass, call: ast.Call | None) -> bool:
         facts = library_module_facts(cls.qualified)
@@ -539,6 +554,33 @@ def _constructor_calls(value: ast.AST) -> list[ast.Call]:
         elif isinstance(node, ast.BoolOp):
             pending.extend(node.values)
     return calls
+
+
+def guards_of(function: ast.AST) -> dict[int, tuple]:
+    """id(node) -> ((test node, outcome), ...) for the nodes of a function that run only when
+    branches are taken: the body/else of an `if`, the arms of a conditional expression. The value flow keeps what each test's values were
+    (flow.Solver.branch_taken). Kept on the function node: one walk per function."""
+    cached = function.__dict__.get("_fabric_lsp_guards")
+    if cached is not None:
+        return cached
+    found: dict[int, tuple] = {}
+    pending: list[tuple[ast.AST, tuple]] = [(child, ()) for child in ast.iter_child_nodes(function)]
+    while pending:
+        node, guards = pending.pop()
+        if guards:
+            found[id(node)] = guards
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)):
+            pending.append((node.test, guards))
+            body = node.body if isinstance(node.body, list) else [node.body]
+            orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            pending.extend((child, guards + ((node.test, True),)) for child in body)
+            pending.extend((child, guards + ((node.test, False),)) for child in orelse)
+            continue
+        pending.extend((child, guards) for child in ast.iter_child_nodes(node))
+    function.__dict__["_fabric_lsp_guards"] = found
+    return found
 
 
 def _calls_in_order(function: ast.AST) -> list[ast.Call]:

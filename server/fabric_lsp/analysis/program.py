@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.constants import module_constants
 from fabric_lsp.analysis.flow import Solver
 from fabric_lsp.analysis.imports import normalize_torch_name
 from fabric_lsp.analysis.incremental import parse_text
@@ -222,6 +223,27 @@ class Program:
 
     def attribute_assigned(self, name: str) -> bool:
         return name in self.assigned_attributes or "*" in self.assigned_attributes
+
+    def module_constant(self, path: str, name: str, depth: int = 0) -> tuple | None:
+        """(value,) when `name` is a constant of the project module `path` (analysis/constants.py)
+        that no module of the program rebinds (`config.devices = 2` anywhere, `setattr` with a name
+        that cannot be read); followed through `from module import name`. None otherwise."""
+        source = self.sources.get(path)
+        if source is None or source.tree is None or depth > 4 or self.attribute_assigned(name):
+            return None
+        known = self.__dict__.setdefault("_module_constants", {})
+        found = known.get(path)
+        if found is None:
+            found = known[path] = module_constants(source.tree)
+        constants, imported = found
+        if name in constants:
+            return (constants[name],)
+        if name in imported:
+            module, level, original = imported[name]
+            target = self.resolve_import(module or "", path, level)
+            if isinstance(target, Module) and not target.external:
+                return self.module_constant(target.path, original, depth + 1)
+        return None
 
     # -- files outside the program (libraries, unreachable project files) ------------------------------
     def external_source(self, path: str) -> SourceFile | None:

@@ -93,6 +93,11 @@ class Strategy(NamedTuple):
     kind: str  # WRAPPING | SINGLE | UNKNOWN_STRATEGY
     description: str  # 'strategy="ddp"', 'devices=2', 'a strategy chosen at run time (strategy=args.strategy)'
     materializes: object  # True / False / None (unknown): does setup materialize meta tensors (FSDP, ModelParallel)
+    # How setup materializes: "fsdp" (torch FSDP: raises without reset_parameters), "model_parallel"
+    # (warns, leaves uninitialised memory), "mixed" (a run-time choice between them, or between one
+    # of them and a strategy that does not materialize), None (it does not, or it cannot be told).
+    how: object = None
+    when: str = ""  # for a Fabric made in one case of a split: "when `args.distributed` is true"
     t: str = "strategy"
 
 
@@ -110,6 +115,9 @@ class FabricValue(NamedTuple):
     path: str | None
     cls: object = None
     origin: str | None = None
+    # Made in one case of a split scope (flow.py): (condition node, outcome); its arguments are kept
+    # per case, so that `strategy` chosen by the same flag as the meta device stays with it.
+    variant: object = None
     t: str = "fabricvalue"
 
 
@@ -119,6 +127,9 @@ class Wrapped(NamedTuple):
 
     site: object
     path: str
+    # The cases (flow.py: a split scope's flag, a loop over literal keys) it was set up in: the model
+    # given to setup in that case is kept apart (`{"actor": ..., "critic": ...}` set up one by one).
+    variant: object = None
     t: str = "wrapped"
 
 

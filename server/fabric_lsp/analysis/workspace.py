@@ -30,11 +30,13 @@ MAX_PYVENV_CFG_BYTES = 64 * 1024
 
 # Runs under `-I -S`: no site hooks. Without `site`, sys.prefix is the *base* interpreter's, so a
 # virtual environment is recognised here from its pyvenv.cfg (what site.venv() does, minus the .pth
-# processing it would run) and its own site-packages are listed instead of the base ones.
+# processing it would run) and its own site-packages are listed instead of the base ones. The venv's
+# lib/pythonX.Y/site-packages is named outright: Debian's site.getsitepackages() gives a prefix its
+# dist-packages folders, where a venv of Debian's python has none.
 _SYS_PATH_PROBE = (
     "import json, os, site, sys\n"
     "exe_dir = os.path.dirname(os.path.abspath(sys.executable))\n"
-    "prefixes, user = list(site.PREFIXES), True\n"
+    "prefixes, user, own = list(site.PREFIXES), True, []\n"
     "for conf in (os.path.join(exe_dir, 'pyvenv.cfg'), os.path.join(os.path.dirname(exe_dir), 'pyvenv.cfg')):\n"
     "    if os.path.isfile(conf):\n"
     "        system = False\n"
@@ -44,9 +46,12 @@ _SYS_PATH_PROBE = (
     "                if sep and key.strip().lower() == 'include-system-site-packages':\n"
     "                    system = value.strip().lower() == 'true'\n"
     "        prefixes, user = [os.path.dirname(exe_dir)] + (prefixes if system else []), system\n"
+    "        venv = os.path.dirname(exe_dir)\n"
+    "        own = [os.path.join(venv, 'lib', 'python%d.%d' % sys.version_info[:2], 'site-packages'),\n"
+    "               os.path.join(venv, 'Lib', 'site-packages')]\n"
     "        break\n"
     "paths = [p for p in sys.path if p]\n"
-    "for p in site.getsitepackages(prefixes) + ([site.getusersitepackages()] if user else []):\n"
+    "for p in [p for p in own if os.path.isdir(p)] + site.getsitepackages(prefixes) + ([site.getusersitepackages()] if user else []):\n"
     "    if p not in paths: paths.append(p)\n"
     "print(json.dumps(paths))\n"
 )
@@ -61,9 +66,22 @@ class Definition:
     full_name: str | None
 
 
-@functools.lru_cache(maxsize=16)
 def interpreter_sys_path(python: str) -> tuple[str, ...] | None:
     """sys.path of another interpreter without running its site hooks; None when it cannot run."""
+    paths, problem = _probe_interpreter(python)
+    if problem is not None:
+        log.warning("cannot read sys.path of %s: %s", python, problem)
+    return paths
+
+
+def interpreter_problem(python: str) -> str | None:
+    """What failed when the interpreter `python` was asked for its sys.path (one line), or None when
+    it answered. The answer is kept: asking again costs nothing."""
+    return _probe_interpreter(python)[1]
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_interpreter(python: str) -> tuple[tuple[str, ...] | None, str | None]:
     try:
         completed = subprocess.run(
             [python, "-I", "-S", "-c", _SYS_PATH_PROBE],
@@ -72,16 +90,29 @@ def interpreter_sys_path(python: str) -> tuple[str, ...] | None:
             timeout=15,
             stdin=subprocess.DEVNULL,
         )
+    except subprocess.TimeoutExpired:
+        return None, "it did not answer within 15 s"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"cannot run it: {getattr(exc, 'strerror', None) or exc}"
+    try:
         paths = json.loads(completed.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        log.warning("cannot read sys.path of %s: %s", python, exc)
-        return None
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError("not a list of folders")
+    except ValueError:
+        last = next((line.strip() for line in reversed(completed.stderr.splitlines()) if line.strip()), "")
+        said = f": {last[:200]}" if last else ""
+        if completed.returncode != 0:
+            return None, f"it exited with status {completed.returncode}{said}"
+        return None, f"it is not a Python interpreter (it printed no sys.path){said}"
     expanded: list[str] = []
     for path in paths:
         expanded.append(path)
         if path.endswith("site-packages") and os.path.isdir(path):
             expanded.extend(_pth_paths(path))
-    return tuple(dict.fromkeys(expanded))
+    return tuple(dict.fromkeys(expanded)), None
+
+
+interpreter_sys_path.cache_clear = _probe_interpreter.cache_clear  # type: ignore[attr-defined]
 
 
 def _pth_paths(site_dir: str) -> list[str]:
@@ -240,15 +271,26 @@ class Interpreter:
         return venv_sys_path(venv) if venv else None
 
 
+def is_own_environment(venv: str) -> bool:
+    """Whether `venv` is the environment fabric-lsp itself runs in. pre-commit (and pipx, uv tool)
+    run the hook in an environment of its own and set $VIRTUAL_ENV to it: that environment holds
+    fabric-lsp, never the project's packages, so it is passed over for the project's own discovery
+    (its .venv, else our interpreter), and the hook answers as `check` run in the project does."""
+    try:
+        return os.path.samefile(venv, sys.prefix)
+    except OSError:
+        return os.path.realpath(venv) == os.path.realpath(sys.prefix)
+
+
 def choose_interpreter(root: str | None, configured: str | None, trusted: bool = False) -> Interpreter:
     """`configured` (already filtered to user-level choices by config.load_config) is run; else
-    $VIRTUAL_ENV, else the root's .venv, read statically unless the workspace is trusted; else our
+    $VIRTUAL_ENV (unless it is our own environment: is_own_environment), else the root's .venv, read statically unless the workspace is trusted; else our
     own interpreter."""
     if configured:
         return Interpreter(configured, True)
     candidates = []
     venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
+    if venv and not is_own_environment(venv):
         candidates.append(os.path.join(venv, "bin", "python"))
     if root:
         candidates.append(os.path.join(root, ".venv", "bin", "python"))

@@ -20,6 +20,7 @@ from pygls.uris import from_fs_path
 
 from fabric_lsp import noqa
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
+from fabric_lsp.noqa import noqa_edit
 from fabric_lsp.lsp.positions import UTF16, LineIndex
 from fabric_lsp.walk import read_source
 
@@ -127,22 +128,6 @@ def _edit_json(edit: TextEdit, texts: TextSource, encoding: str) -> dict[str, An
         "range": range_json(index.range_to_lsp(edit.start, edit.end, encoding)),
         "newText": edit.new_text,
     }
-
-
-def noqa_edit(line: str, line_number: int, code: str) -> TextEdit | None:
-    """The edit that makes `# noqa` on this line name `code`: added to an existing `# noqa: ...`
-    list, else a new comment at the end of the line. None where a comment cannot go (a line
-    continued with a backslash)."""
-    directive = noqa.line_directive(line)  # read as the engine reads it (fabric_lsp.noqa)
-    if directive is not None:
-        if directive.suppresses(code):
-            return None  # a bare noqa, or one naming the code already
-        at = Position(line_number, directive.code_spans[-1][2])
-        return TextEdit("", at, at, f", {code}")
-    stripped = line.rstrip()
-    if stripped.endswith("\\"):
-        return None
-    return TextEdit("", Position(line_number, len(stripped)), Position(line_number, len(line)), f"  # noqa: {code}")
 
 
 def fix_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str, Any] | None:

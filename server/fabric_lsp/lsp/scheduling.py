@@ -33,14 +33,10 @@ from typing import Any, Iterable, Mapping
 
 from lsprotocol import types
 
-from fabric_lsp.confinement import FixBounds, confine
-from fabric_lsp.engine import check_document, workspace_for
 from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.cells import cell_results
 from fabric_lsp.lsp.convert import TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import AnalysisResult, CellResult, Document, NotebookDocument, Snapshot
-from fabric_lsp.records import default_records
-from fabric_lsp.walk import exclude_matcher
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -171,6 +167,12 @@ class AnalysisScheduler:
         enabled = True
         text = snapshot.text  # a notebook's: its joined cells, once joined
         try:
+            # The analysis machinery loads on the first analysis, not at `initialize` (issue 29).
+            from fabric_lsp.confinement import FixBounds, confine
+            from fabric_lsp.engine import check_document, workspace_for
+            from fabric_lsp.records import default_records
+            from fabric_lsp.walk import exclude_matcher
+
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
             # The shipped records, as `check` uses: findings never wait on extension records.

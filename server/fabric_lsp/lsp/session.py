@@ -16,14 +16,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from lsprotocol import types
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 import fabric_lsp
-from fabric_lsp.config import Config, apply_settings, load_config
+from fabric_lsp.config import Config, apply_settings, is_config_error, load_config
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import Document, NotebookDocument
 from fabric_lsp.lsp.logs import ClientLogHandler
@@ -36,8 +36,10 @@ from fabric_lsp.lsp.scheduling import (
 )
 from fabric_lsp.lsp.settings import DEFAULT_LOG_LEVEL, EditorSettings, editor_settings
 from fabric_lsp.lsp.transport import TokenGate, failure_delay, read_first_frame, read_frames
-from fabric_lsp.records import RecordSet, load_records
 from fabric_lsp.report.escape import escape_controls
+
+if TYPE_CHECKING:
+    from fabric_lsp.records import RecordSet
 
 log = logging.getLogger("fabric_lsp.lsp")
 
@@ -89,6 +91,9 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         self._shown: set[str] = set()
         self._configs: dict[tuple[str, str | None, int], tuple[Config, tuple[str, ...]]] = {}
         self._settings_epoch = 0  # part of the config cache key: a stale analysis cannot refill it
+        # The last settings read without a mistake, per settings file's folder: a file saved with a
+        # mistake (broken TOML, an unknown key) leaves them in force, as ruff's server does.
+        self._last_good: dict[str | None, Config] = {}
         self._records: dict[tuple[str, ...], RecordSet] = {}
         self._refresh_handle: asyncio.TimerHandle | None = None
         self._log_handler: ClientLogHandler | None = None
@@ -163,6 +168,13 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
             nonlocal gate
             gate = TokenGate(token)
             self._server = await asyncio.start_server(connection, host, port)
+            # Where the client is to connect (port 0: the one the system chose), as `ruff server` and
+            # other servers say it; stderr is the log, stdout stays unused.
+            for listening in self._server.sockets:
+                address, bound_port = listening.getsockname()[:2]
+                shown = f"[{address}]" if ":" in address else address
+                sys.stderr.write(f"fabric-lsp: serve: listening on {shown}:{bound_port}\n")
+            sys.stderr.flush()
             async with self._server:
                 await self._server.serve_forever()
 
@@ -280,19 +292,27 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
         cached = self._configs.get(key)
         if cached is None:
             file_config, problems = load_config(Path(path))
+            if not any(is_config_error(problem) for problem in problems):
+                self._last_good[file_config.root] = file_config
+            elif file_config.root in self._last_good:
+                file_config = self._last_good[file_config.root]
+                problems.append(f"fabric-lsp: the last good settings of {file_config.root} stay in force")
             config = apply_settings(file_config, settings.fields)
             if config.root is None:
                 config = replace(config, root=folder or self.root_path or os.path.dirname(path))
             cached = self._configs[key] = (config, tuple(problems))
         config, problems = cached
         if problems and any(p not in self._shown for p in problems):
-            self._call_in_loop(self.show_once, list(problems))
+            kind = types.MessageType.Error if any(map(is_config_error, problems)) else types.MessageType.Warning
+            self._call_in_loop(self.show_once, list(problems), kind)
         return config, settings
 
     def records_for(self, config: Config) -> RecordSet:
         key = tuple(config.extend_records)
         records = self._records.get(key)
         if records is None:
+            from fabric_lsp.records import load_records  # the loader loads on first use (issue 29)
+
             records = self._records[key] = load_records(key)
             lines = [f"fabric-lsp: records: {p}" for p in (*records.problems, *records.notices)]
             if lines:

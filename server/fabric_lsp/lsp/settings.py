@@ -86,6 +86,14 @@ def _parse_layer(raw: Any, folder: str | None, source: str) -> tuple[dict[str, A
             config_table[key] = _expand(value, folder)
     base = Path(folder) if folder else Path(os.getcwd())
     fields, config_problems = parse_settings(config_table, base, source, "not overriding")
+    if "python" in fields:
+        # As `check --python`: one that cannot tell its sys.path is said once and not used.
+        from fabric_lsp.analysis.workspace import interpreter_problem
+
+        problem = interpreter_problem(fields["python"])
+        if problem is not None:
+            config_problems.append(
+                f"fabric-lsp: config: {source}: python: {fields.pop('python')}: {problem}; not overriding")
     server_values.update({f"field:{name}": value for name, value in fields.items()})
     return server_values, problems + config_problems
 

@@ -113,7 +113,10 @@ PROSE: dict[str, RuleProse] = {
         not_reported=(
             "Containers that only hold standard layers, a meta-device model that is never materialized in sight "
             "or is loaded with `load_state_dict(..., assign=True)`, and `init_module(empty_init=True)` under DDP, "
-            "a single device or DeepSpeed (it only skips the initializers there: nothing is materialized)."
+            "a single device or DeepSpeed (it only skips the initializers there: nothing is materialized); under "
+            "ModelParallel, a model whose weights the program sets after setup (`model.reset_parameters()`, "
+            "`model.apply(init_fn)`, a loaded checkpoint); and a layer `__init__` builds only under a flag the "
+            "program leaves off (`Smear(config) if config.use_smear else nn.Identity()`, `use_smear` False)."
         ),
         fix=(
             "Adds `reset_parameters()` to the class, re-creating each tensor as the constructor does; gives "
@@ -131,7 +134,8 @@ PROSE: dict[str, RuleProse] = {
             ("error", "the meta-device creation and the materialization are both certain and one class reaches "
                       "the materialization"),
             ("warning", "`empty_init` is not a literal (`empty_init=(fabric.world_size > 1)`), the strategy is "
-                        "chosen at run time, or several classes may be the one built"),
+                        "chosen at run time (never an error), several classes may be the one built, or the "
+                        "materialization is ModelParallel's (no exception: the weights stay uninitialised memory)"),
         ),
         fix_availability="Fix is always available.",
     ),

@@ -75,3 +75,8 @@ def finding_to_json(finding: Finding, context: ReportContext) -> dict[str, Any]:
 
 def render_json(findings: Sequence[Finding], context: ReportContext) -> str:
     return json.dumps([finding_to_json(f, context) for f in findings], indent=2) + "\n"
+
+
+def render_json_lines(findings: Sequence[Finding], context: ReportContext) -> str:
+    """`--output-format json-lines`: the objects of `json`, one per line (ruff's json-lines)."""
+    return "".join(json.dumps(finding_to_json(f, context)) + "\n" for f in findings)

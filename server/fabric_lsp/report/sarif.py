@@ -12,7 +12,8 @@ locations and fixes), shaped for GitHub code scanning. Columns are Unicode code 
 - Each result has `partialFingerprints.primaryLocationLineHash`: `<hash>:<n>`, the hash of the
   file's path from the root, the code and the stripped text of the flagged line, `n` its occurrence
   among identical ones in the file; no line number, so lines added above it keep it.
-- A file that does not parse is a result of the rule `invalid-syntax` (added to the rules then).
+- A file that does not parse is a result of the rule `invalid-syntax` (added to the rules then); a
+  path that cannot be read, of the rule `io-error`.
 
 A finding in a notebook is placed where GitHub and other SARIF viewers can show it: at the line and
 column of the .ipynb file's JSON text that hold that character of the cell's source; its cell and
@@ -67,8 +68,9 @@ def _physical(path: str, start: Position, end: Position, context: ReportContext)
     return {"artifactLocation": _artifact(path, context), "region": region}
 
 
-def _rules(context: ReportContext, syntax: bool) -> list[dict[str, Any]]:
+def _rules(context: ReportContext, syntax: bool, unread: bool = False) -> list[dict[str, Any]]:
     from fabric_lsp.records import RULES, render_markdown, render_text
+    from fabric_lsp.report import io_error
     from fabric_lsp.report import syntax as invalid
 
     records = context.record_set()
@@ -86,14 +88,15 @@ def _rules(context: ReportContext, syntax: bool) -> list[dict[str, Any]]:
             entry["fullDescription"] = {"text": record["documentation"]}
             entry["help"] = {"text": render_text(record, code=rule.code), "markdown": render_markdown(record, code=rule.code)}
         rules.append(entry)
-    if syntax:
-        rules.append({
-            "id": invalid.CODE,
-            "name": invalid.NAME,
-            "shortDescription": {"text": invalid.SUMMARY},
-            "help": {"text": invalid.SUMMARY, "markdown": invalid.SUMMARY},
-            "defaultConfiguration": {"level": "error"},
-        })
+    for entry, present in ((invalid, syntax), (io_error, unread)):
+        if present:
+            rules.append({
+                "id": entry.CODE,
+                "name": entry.NAME,
+                "shortDescription": {"text": entry.SUMMARY},
+                "help": {"text": entry.SUMMARY, "markdown": entry.SUMMARY},
+                "defaultConfiguration": {"level": "error"},
+            })
     return rules
 
 
@@ -168,9 +171,11 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
 
 
 def sarif_document(findings: Sequence[Finding], context: ReportContext) -> dict[str, Any]:
+    from fabric_lsp.report import io_error
     from fabric_lsp.report.syntax import CODE
 
-    rules = _rules(context, syntax=any(f.code == CODE for f in findings))
+    rules = _rules(context, syntax=any(f.code == CODE for f in findings),
+                   unread=any(f.code == io_error.CODE for f in findings))
     rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
     root_uri = Path(os.path.abspath(context.repository_root())).as_uri().rstrip("/") + "/"
     driver: dict[str, Any] = {"name": "fabric-lsp", "version": fabric_lsp.__version__}

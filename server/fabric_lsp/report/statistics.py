@@ -16,10 +16,9 @@ import json
 from typing import Sequence
 
 from fabric_lsp.findings import Finding
+from fabric_lsp.report import STATISTICS_FORMATS
 from fabric_lsp.report.common import ReportContext, fixable
 from fabric_lsp.report.terminal import BOLD, CYAN, paint, severity_color
-
-STATISTICS_FORMATS = ("text", "json")
 
 
 def statistics(findings: Sequence[Finding], context: ReportContext) -> list[dict]:

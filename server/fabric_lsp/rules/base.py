@@ -43,10 +43,11 @@ def combined_severity(raising: Iterable[Severity], safe_paths: int) -> Severity 
 def strategy_phrase(strategy: Strategy, compiled: bool = False) -> str:
     if compiled and strategy.kind != WRAPPING:
         return "because the model was torch.compile'd before setup"
+    when = f" {strategy.when}" if strategy.when else ""
     if strategy.kind == WRAPPING:
-        return f"under {strategy.description}"
+        return f"under {strategy.description}{when}"
     if strategy.kind == UNKNOWN_STRATEGY:
-        return f"under a wrapping strategy (this depends on {strategy.description})"
+        return f"under a wrapping strategy (this depends on {strategy.description}{when})"
     return (
         f"if the strategy becomes DDP/FSDP (`{strategy.description}` is single-device today, "
         "but `fabric run --strategy` or LT_STRATEGY can change it)"

@@ -71,7 +71,11 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     class_name = info.class_name or "the wrapped model"
     qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
     phrase = strategy_phrase(strongest.strategy, strongest.compiled)
-    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR:
+    described = list(dict.fromkeys(p.strategy.description for p, _ in raising))
+    if severity == Severity.ERROR and len(described) > 1 and not strongest.compiled:
+        phrase = f"under {' or '.join(described)}"  # each of them raises: which one runs does not matter
+    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR \
+            and not strongest.strategy.when:  # "when `args.distributed` is true" already says why
         phrase += _why_not_certain(facts, call, raising, safe)
     wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \
         else f" (wrapped at {where(facts, origin.path, origin.site)})"
@@ -111,6 +115,11 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     if len(class_names) > 1:
         class_name = " / ".join(class_names)
     fix = _mark_fix(facts, origins, call.method)
+    if _keyed_receiver(call) and (fix is None or any(_sets_up_several(facts, o, parents) for o in origins)):
+        # `wrapped["actor"].act(x)` on models set up key by key (`{k: fabric.setup(m) for k, m in ...}`,
+        # `for k, m in models.items(): models[k] = fabric.setup(m)`): a mark at the setup would mark every
+        # model set up there (AttributeError on those without the method); mark this key's model here.
+        fix = _mark_here(facts, call, parents)
     return Finding(
         code=CODE,
         severity=severity,
@@ -131,6 +140,43 @@ def _later_marks(facts: ProgramFacts, origins: list[Origin], method: str) -> lis
     """Marks of `method` on the models of `origins`: a call reported despite them runs before them."""
     sites = {id(origin.site) for origin in origins}
     return [mark for mark in facts.marks if method in mark.names and any(id(p.origin.site) in sites for p in mark.paths)]
+
+
+def _keyed_receiver(call: MethodCallFact) -> bool:
+    """Is the call's receiver an element read by a literal key (`models["student"]`)?"""
+    node = call.span_node
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Subscript) \
+        and isinstance(node.value.slice, ast.Constant)
+
+
+def _sets_up_several(facts: ProgramFacts, origin: Origin, parents: dict[str, dict[int, ast.AST]]) -> bool:
+    """Does the setup call run in a loop or a comprehension of its scope (one call, several models)?"""
+    source = facts.source(origin.path)
+    if source is None or source.tree is None:
+        return False
+    if source.path not in parents:
+        parents[source.path] = _parents(source.tree)
+    node = parents[source.path].get(id(origin.site))
+    while node is not None and node is not origin.scope.node:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension, ast.ListComp, ast.SetComp,
+                             ast.DictComp, ast.GeneratorExp)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        node = parents[source.path].get(id(node))
+    return False
+
+
+def _mark_here(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> Fix | None:
+    """The mark just before the call, as the main fix (see `_mark_before_call`)."""
+    source = facts.source(call.path)
+    node = call.span_node
+    if source is None or source.tree is None or not call.receiver_always_wrapped or node.attr != call.method \
+            or not isinstance(call.node, ast.Call) or call.node.func is not node:
+        return None
+    if source.path not in parents:
+        parents[source.path] = _parents(source.tree)
+    return _mark_before_call(source, call, node.value, parents[source.path], keyed=True)
 
 
 def _same_scope(origin: Origin, call: MethodCallFact) -> bool:
@@ -244,12 +290,13 @@ def _alternatives(source, call: MethodCallFact, parents: dict[str, dict[int, ast
     return (bypass,) if bypass is not None else ()
 
 
-def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr, parents: dict[int, ast.AST]) -> Fix | None:
+def _mark_before_call(source, call: MethodCallFact, receiver: ast.expr, parents: dict[int, ast.AST],
+                      keyed: bool = False) -> Fix | None:
     """`receiver.mark_forward_method("m")` inserted just before the statement holding the call: what
     the runtime error asks for, done where the call is (marking again is a no-op). Only for a receiver
     that reads a name (`model`, `self.model`) not rebound inside that statement, in a statement that
     runs the call when it runs (not inside a lambda or a generator expression)."""
-    base = _base_name(receiver)
+    base = _base_name(receiver, keyed)
     if base is None:
         return None
     statement, lazy = parents.get(id(call.node)), False
@@ -299,10 +346,12 @@ def _call_on_module(source, call: MethodCallFact, receiver: ast.expr) -> Fix | N
     )
 
 
-def _base_name(receiver: ast.expr) -> str | None:
-    """`model` for `model`, `self.model`, `self.state.model`; None for anything that runs code."""
+def _base_name(receiver: ast.expr, keyed: bool = False) -> str | None:
+    """`model` for `model`, `self.model`, `self.state.model` (and `models["student"]` when `keyed`); None
+    for anything that runs code."""
     node = receiver
-    while isinstance(node, ast.Attribute):
+    while isinstance(node, ast.Attribute) or (keyed and isinstance(node, ast.Subscript)
+                                              and isinstance(node.slice, ast.Constant)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 

@@ -28,6 +28,10 @@ _ERRORS = {
         "no exception: Lightning warns \"Parameter initialization incomplete\" and `{name}`'s tensors stay "
         "uninitialised memory (garbage weights)"
     ),
+    "mixed": (
+        "under FSDP torch FSDP's AttributeError \"'{name}' object has no attribute 'reset_parameters'\", under "
+        "ModelParallel no exception but `{name}`'s tensors left as uninitialised memory"
+    ),
 }
 
 
@@ -54,6 +58,9 @@ def check(facts: ProgramFacts) -> list[Finding]:
                 root = model.cls.name
                 related.append(Related(offender.source.span(offender.call),
                                        f"`{root}.{'.'.join(offender.path).replace('.[', '[')}: {_display(offender)}` is built here"))
+            # Error: the exception is certain for the strategy the code states. ModelParallel raises
+            # nothing (uninitialised weights: a warning), and a strategy chosen at run time is never
+            # an error, whatever it may be.
             certain = model.meta_certain and any(m.certain for m in model.materializations) and model.classes_at_materialization == 1
             severity = Severity.ERROR if certain else Severity.WARNING
             key = (span.path, span.start, offender.name)
@@ -79,10 +86,15 @@ def check(facts: ProgramFacts) -> list[Finding]:
 
 def _how(model: MetaModelFact) -> str:
     kinds = [m.how for m in model.materializations]
-    for how in ("materialize", "fsdp", "model_parallel"):
-        if how in kinds:
-            return how
-    return "fsdp"  # a strategy chosen at run time: FSDP is where it raises
+    if "materialize" in kinds:
+        return "materialize"
+    if "mixed" in kinds or "fsdp" in kinds and "model_parallel" in kinds:
+        return "mixed"  # FSDP or ModelParallel, chosen at run time
+    if "fsdp" in kinds:
+        return "fsdp"
+    if "setup" in kinds or not kinds:
+        return "fsdp"  # a strategy the code does not show: FSDP is where it raises
+    return "model_parallel"
 
 
 def _display(offender: Offender) -> str:
@@ -122,7 +134,7 @@ def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how:
     conditions = []
     if not model.meta_certain:
         conditions.append("if `empty_init` is True at run time")
-    if not any(m.certain for m in model.materializations):
+    if any(m.how == "setup" for m in model.materializations) and not any(m.certain for m in model.materializations):
         conditions.append("if the strategy chosen at run time is FSDP/ModelParallel")
     if model.classes_at_materialization > 1:
         conditions.append(f"when the model built is a `{model.cls.name}`")

@@ -11,7 +11,6 @@ from typing import Any, Mapping
 from lsprotocol import types
 
 from fabric_lsp.lsp.session import FabricLanguageServer
-from fabric_lsp.records import explain_note, explain_query, render_markdown, render_text
 from fabric_lsp.report.escape import escape_controls
 
 log = logging.getLogger("fabric_lsp.lsp")
@@ -23,6 +22,9 @@ RECHECK_COMMAND = "fabric-lsp.recheck"
 async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] | None:
     """Explain a rule code/name, a record id or a runtime error message: returns the record
     rendered as Markdown and as plain text, and shows the plain text with window/showMessage."""
+    # The matcher and the renderers load on first use, not at `initialize` (issue 29).
+    from fabric_lsp.records import explain_note, explain_query, render_markdown, render_text
+
     try:
         query = arguments[0] if arguments else None
         if isinstance(query, Mapping):

@@ -9,12 +9,13 @@ from lsprotocol import types
 
 from fabric_lsp.lsp.documents import NotebookDocument
 from fabric_lsp.lsp.handlers.guard import guarded
-from fabric_lsp.lsp.hover import hover as hover_at
 from fabric_lsp.lsp.session import FabricLanguageServer
 
 
 @guarded()
 async def hover(ls: FabricLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    from fabric_lsp.lsp.hover import hover as hover_at  # the records' renderers load on first use (issue 29)
+
     found = ls.unit_of(params.text_document.uri)
     if found is None or not found[0].is_python:
         return None

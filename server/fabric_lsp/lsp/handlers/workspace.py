@@ -9,7 +9,6 @@ from typing import Mapping
 from lsprotocol import types
 
 from fabric_lsp.config import CONFIG_FILE_NAMES
-from fabric_lsp.engine import forget_project_roots
 from fabric_lsp.lsp.documents import uri_to_path
 from fabric_lsp.lsp.handlers.guard import guarded
 from fabric_lsp.lsp.session import SECTION, FabricLanguageServer
@@ -19,6 +18,8 @@ from fabric_lsp.lsp.session import SECTION, FabricLanguageServer
 def did_change_watched_files(ls: FabricLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
     paths = [uri_to_path(change.uri) for change in params.changes]
     if any(p and os.path.basename(p) in CONFIG_FILE_NAMES for p in paths):
+        from fabric_lsp.engine import forget_project_roots  # loaded with the analysis, on first use
+
         forget_project_roots()  # a pyproject.toml added or removed moves a project's root
         ls.forget_configuration()
         ls.schedule_all()
