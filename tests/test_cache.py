@@ -78,6 +78,7 @@ def _plant(project: Path) -> None:
             for findings in entry["findings"].values():
                 for finding in findings:
                     finding["message"] = MARKER
+                    finding["notes"] = []  # the reasons printed after the headline (issue 29)
         _write_cache(path, data)
 
 
@@ -232,6 +233,7 @@ def _plant_programs(project: Path) -> None:
                 for findings in program["findings"].values():
                     for finding in findings:
                         finding["message"] = MARKER
+                        finding["notes"] = []
         _write_cache(path, data)
 
 

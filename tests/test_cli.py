@@ -23,6 +23,7 @@ from fabric_lsp.cli import check_files, exit_status, fix_findings, main
 from fabric_lsp.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.walk import decode_source, discover, read_source
 
 from support.cases import discover_cases
@@ -302,7 +303,7 @@ def test_unreadable_file_for_a_normal_user(shared_tmp):
      "select: unknown rule code 'FAB01' (did you mean 'FAB001'?)"),
     ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nspeed = 3\n', 3, "speed: unknown key (known keys: select, "
      "ignore, severity, python, exclude, extend-records, hints, max-file-size, include, extend-include, notebooks, "
-     "extend-select, per-file-ignores, extend-exclude, respect-gitignore)"),
+     "extend-select, per-file-ignores, extend-exclude, respect-gitignore, docs-url)"),
     ('[tool.fabric-lsp]\nexclude = ["skipme.py"]\nselct = ["FAB003"]\n', 3,
      'selct: unknown key (did you mean "select"?)'),
     ('[project]\nname = "p"\n[tool.fabric_lsp]\nselect = ["FAB003"]\n', 3,
@@ -443,13 +444,13 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     assert code == 0
     lines = out.splitlines()
     assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
-    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004"]
+    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"]
     assert lines[3].split()[1:3] == ["mark-forward-method-invalid-name", "5cc4a68dd37501f7"]
     code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
     assert code == 0
     assert json.loads(out) == [
         {"code": r.code, "name": r.name, "record": r.record_id, "summary": r.summary,
-         "url": default_records().by_id(r.record_id).github_url}
+         "url": page_url(r.code), "source": default_records().by_id(r.record_id).github_url}
         for r in RULES
     ]
 

@@ -32,7 +32,7 @@ def test_finding_points_at_the_method_name(tmp_path):
     [finding] = check(tmp_path, PROGRAM.format(call="out = model.generate(None)"))
     assert (finding.code, finding.severity) == ("FAB001", Severity.ERROR)
     assert (finding.span.start.line, finding.span.start.character, finding.span.end.character) == (12, 12, 20)
-    assert "LM.generate()" in finding.message and 'strategy="ddp"' in finding.message
+    assert "LM.generate()" in finding.message and 'strategy="ddp"' in finding.full_message  # the headline, a note
     assert finding.context == {"class": "LM", "method": "generate"}
 
 

@@ -401,3 +401,43 @@ def test_harness_reports_misplaced_and_malformed_libs_markers(tmp_path):
     assert not a.libs and any("malformed marker" in e for e in a.label_errors), a.label_errors
     assert not b.libs and any("leading comment block" in e for e in b.label_errors), b.label_errors
     assert c.libs and any("must sit once" in e for e in c.label_errors), c.label_errors
+
+
+def test_rule_of_maps_fab006_and_fab007():
+    from support.cases import rule_of
+
+    backward = ("The current strategy and precision selection requires you to call `fabric.backward(loss)` instead of"
+                " `loss.backward()`.")
+    assert rule_of("RuntimeError", backward)[0] == "FAB006"
+    assert rule_of("ValueError", "A model should be passed only once to the `setup_module` method.")[0] == "FAB007"
+    sync = "You need to set up the model first before you can call `fabric.no_backward_sync()`: `model = ...`"
+    assert rule_of("TypeError", sync)[0] == "FAB007"
+    assert rule_of("TypeError", "Only PyTorch DataLoader are currently supported in `setup_dataloaders`.")[0] == "FAB007"
+    jointly = ("The `DeepSpeedStrategy` requires the model and optimizer(s) to be set up jointly through"
+               " `.setup(model, optimizer, ...)`.")
+    assert rule_of("RuntimeError", jointly)[0] == "FAB007"
+    assert rule_of("ValueError", "An optimizer should be passed only once to the `setup` method.") is None
+
+
+def test_harness_proves_every_fab006_and_fab007_label_under_real_lightning(tmp_path):
+    """Each failure is fixed on its line and the case runs again: a list of loaders, a model set up twice,
+    no_backward_sync on the original module and loss.backward() under bf16-mixed are all proven in one case."""
+    (tmp_path / "fab007_probe.py").write_text(textwrap.dedent('''\
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader, TensorDataset
+        from lightning.fabric import Fabric
+
+        fabric = Fabric(accelerator="cpu", devices=1, precision="bf16-mixed")
+        data = TensorDataset(torch.randn(4, 2))
+        train, val = fabric.setup_dataloaders([DataLoader(data), DataLoader(data)])  # expect: FAB007 error
+        net = nn.Linear(2, 1)
+        model = fabric.setup(net)
+        model = fabric.setup(model)  # expect: FAB007 error
+        with fabric.no_backward_sync(net):  # expect: FAB007 error
+            model(torch.randn(3, 2)).sum().backward()  # expect: FAB006 error
+        '''), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    result = run_case(case, MODE_ENV["plain"], timeout=60)
+    assert expected_outcome_problems(case, result, "plain") == []
+    assert len(result.steps) == 5  # four failures, each fixed, then a clean run

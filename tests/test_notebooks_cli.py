@@ -384,10 +384,13 @@ def test_automagic_lines_are_not_python(project):
 def test_a_cell_that_does_not_parse_is_left_out_and_the_rest_analysed(project):
     (project / "nb.ipynb").write_text(notebook(("code", MODEL), ("code", "lr = ???  # exercise: fill in"),
                                                ("code", SETUP), ("code", CALL)))
-    completed = run("check", ".", cwd=project)
+    completed = run("check", "--output-format", "concise", ".", cwd=project)
     # As ruff, the cell is reported as an invalid-syntax entry (by cell, exit 1), once: no notice repeats it.
     assert completed.stdout.startswith("nb.ipynb:cell 2:1:6: invalid-syntax error: invalid syntax\n"
                                        "nb.ipynb:cell 4:2:16: FAB001")
+    # The full format's frame shows the cell as written (the analysis comments the line out).
+    full = run("check", ".", cwd=project).stdout
+    assert "1 | lr = ???  # exercise: fill in\n  |      ^ invalid-syntax\n" in full
     assert completed.returncode == 1
     assert completed.stderr == ""
 

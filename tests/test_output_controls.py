@@ -88,8 +88,13 @@ def test_output_format_and_its_alias_format(project):
     assert by_new_name.returncode == by_old_name.returncode == 1
     assert by_new_name.stdout == by_old_name.stdout
     assert [item["code"] for item in json.loads(by_new_name.stdout)] == ["FAB001", "FAB001"]
-    assert check("--no-cache", "--output-format", "concise", ".", cwd=project).stdout == \
-        check("--no-cache", ".", cwd=project).stdout  # ruff's name of the one-line format
+    # ruff's names: `full` is the default text (headline, code frame, notes); `concise` one line each.
+    default = check("--no-cache", ".", cwd=project).stdout
+    assert check("--no-cache", "--output-format", "full", ".", cwd=project).stdout == default
+    assert check("--no-cache", "--output-format", "text", ".", cwd=project).stdout == default
+    concise = check("--no-cache", "--output-format", "concise", ".", cwd=project).stdout
+    assert concise.splitlines()[:2] == [line for line in default.splitlines() if line.startswith(("a.py:", "b.py:"))]
+    assert concise.splitlines()[2:] == ["", default.splitlines()[-1]]
     refused = check("--output-format", "xml", ".", cwd=project)
     assert refused.returncode == 2 and "invalid choice: 'xml'" in refused.stderr
 
@@ -123,7 +128,7 @@ def test_statistics(project):
     assert json.loads(as_json.stdout) == [{"code": "FAB001", "name": "unmarked-forward-method", "count": 3, "fixable": True}]
     assert check("--no-cache", "--statistics", "--select", "FAB002", ".", cwd=project).stdout == ""
     refused = check("--statistics", "--output-format", "sarif", ".", cwd=project)
-    assert refused.returncode == 2 and "--statistics: only with --output-format text or json" in refused.stderr
+    assert refused.returncode == 2 and "--statistics: only with --output-format text, concise or json" in refused.stderr
 
 
 def test_statistics_without_fixable_rows_has_no_fix_column(tmp_path):

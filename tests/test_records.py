@@ -31,8 +31,10 @@ from fabric_lsp.records.loader import DATA_DIR, PATHS_FILE, load_shipped
 SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # shared/ sits beside the clone
 FAB001_ID, FAB002_ID, FAB003_ID = "af391673c4dd180e", "ac5b68eddc82d846", "ce209f7f268e625f"
 FAB004_ID = "5cc4a68dd37501f7"
-ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID]
-OWN_IDS = [FAB003_ID, FAB004_ID]  # the project's own records (not seeds)
+FAB006_ID = "1530a0a419e77f8e"
+FAB007_ID = "aa5948b33c548d53"
+ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB006_ID, FAB007_ID]
+OWN_IDS = [FAB003_ID, FAB004_ID, FAB006_ID, FAB007_ID]  # the project's own records (not seeds)
 COMMIT = "9fed5c27d2a62ff0efd6c3573599921d6ff67c14"
 
 # Printed by Lightning 2.6.6 (see test_patterns_match_messages_lightning_prints, which regenerates them).
@@ -89,7 +91,7 @@ def test_shipped_records_load_without_problems():
     assert records.by_id(FAB002_ID).error_class == "TypeError"
     assert records.by_id(FAB004_ID).error_class == "AttributeError"
     assert records.by_id("0000000000000000") is None
-    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004"]
+    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"]
     # the other runtime paths of records/paths.json, attached to their records
     assert [p.name for p in records.by_id(FAB002_ID).paths] == ["fsdp", "model_parallel"]
     assert [p.name for p in records.by_id(FAB004_ID).paths] == ["forward"]
@@ -107,6 +109,8 @@ def test_rules_table_names_codes_and_existing_records():
         ("FAB002", "missing-reset-parameters"),
         ("FAB003", "mark-forward-method-bound"),
         ("FAB004", "mark-forward-method-invalid-name"),
+        ("FAB006", "loss-backward-on-wrapped-output"),
+        ("FAB007", "setup-misuse"),
     ]
     assert [rule.record_id for rule in RULES] == ALL_IDS
     for rule in RULES:
@@ -139,7 +143,7 @@ def test_own_records_have_every_seed_field_in_the_seed_order(record_id):
     assert record["schemaVersion"] == 2
     assert record["analyzedSha"] == COMMIT
     assert record["githubUrl"] == (
-        f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/src/lightning/fabric/wrappers.py"
+        f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/{record['filePath']}"
         f"#L{record['sourceCodeStart']}-L{record['sourceCodeEnd']}"
     )
     # the id convention written in records/rules_table.py
@@ -187,6 +191,8 @@ def _installed_lightning_file(relative: str) -> Path:
         (FAB002_ID, "raise TypeError("),
         (FAB003_ID, 'raise TypeError(f"Expected a method or a string, but got: {type(method).__name__}")'),
         (FAB004_ID, "raise AttributeError("),
+        (FAB006_ID, "raise RuntimeError("),
+        (FAB007_ID, 'raise ValueError("A model should be passed only once to the `setup` method.")'),
     ],
 )
 def test_record_source_lines_are_the_installed_lightning_lines(record_id, raise_text):
@@ -203,6 +209,9 @@ def test_record_source_lines_are_the_installed_lightning_lines(record_id, raise_
         (FAB002_ID, "fsdp", "module.reset_parameters()"),
         (FAB002_ID, "model_parallel", "rank_zero_warn("),
         (FAB004_ID, "forward", 'raise ValueError("You cannot mark the forward method itself as a forward method.")'),
+        (FAB007_ID, "no_backward_sync", "raise TypeError("),
+        (FAB007_ID, "dataloaders", 'raise TypeError("Only PyTorch DataLoader are currently supported'),
+        (FAB007_ID, "jointly", "raise RuntimeError("),
     ],
 )
 def test_path_source_lines_are_the_installed_lines(record_id, name, line_text):
@@ -296,7 +305,7 @@ def test_problem_messages_say_what_is_wrong(tmp_path):
 def test_missing_extra_directory_is_a_problem_not_a_crash(tmp_path):
     records = load_records([str(tmp_path / "nowhere")])
     assert records.problems == (f"{tmp_path / 'nowhere'}: record directory not found",)
-    assert len(records.records) == 4
+    assert len(records.records) == len(ALL_IDS)
 
 
 # --- extend-records ----------------------------------------------------------------------------------
@@ -312,7 +321,7 @@ def test_extra_directory_record_overrides_the_shipped_one_with_the_same_id(tmp_p
 
     assert records.by_code("FAB001")["documentation"] == "Team note: mark generate() right after setup."
     assert records.by_code("FAB001").source == str(path)
-    assert len(records.records) == 4
+    assert len(records.records) == len(ALL_IDS)
     assert records.notices == (f"{path}: record {FAB001_ID} overrides the one from {DATA_DIR / (FAB001_ID + '.json')}",)
     # the cached default set is untouched
     assert default_records().by_code("FAB001")["documentation"] != "Team note: mark generate() right after setup."
@@ -687,7 +696,7 @@ def test_unknown_names_stay_readable_placeholders():
     assert "{" not in text.split("\n\n")[1]  # no raw f-string template in the message block
 
 
-@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004"])
+@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"])
 def test_markdown_has_every_section_and_compilable_python(code):
     record = default_records().by_code(code)
     markdown = render_markdown(record, {"class": "TinyLM", "method": "generate"})
@@ -713,7 +722,7 @@ def test_markdown_message_block_survives_backticks_in_the_message():
     assert message_block.count("```") == 2
 
 
-@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004"])
+@pytest.mark.parametrize("code", ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"])
 def test_text_rendering_has_the_sections_and_the_filled_message(code):
     record = default_records().by_code(code)
     text = render_text(record, {"class": "TinyLM", "method": "generate"})

@@ -11,6 +11,7 @@ import pytest
 
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.report import ReportContext, render, render_github, render_json, render_sarif, render_text
 from fabric_lsp.report.common import sort_key
 
@@ -88,16 +89,29 @@ def test_sort_key_orders_by_path_row_column_code(project: Path):
 
 
 def test_text_format_lines_and_summary(findings, project):
+    # The files do not exist: no code frame (tests/test_text_output.py shows it on real files).
     out = render_text(findings, ReportContext(cwd=str(project)))
     assert out == (
         "pkg/models.py:31:31: FAB003 hint: pass the name \"m\"\n"
+        "\n"
         "train.py:14:13: FAB001 [*] error: `CharLM.generate()` runs the model's layers outside forward: "
         "RuntimeError under DDP\n"
-        "  note: train.py:10:5: the model is set up here\n"
-        "  note: pkg/models.py:19:9: `generate` is defined here\n"
-        "  help: Mark `generate` as a forward method after `fabric.setup()`\n"
+        "   = note: train.py:10:5: the model is set up here\n"
+        "   = note: pkg/models.py:19:9: `generate` is defined here\n"
+        "   = help: Mark `generate` as a forward method after `fabric.setup()`\n"
+        "\n"
         "train.py:21:13: FAB002 warning: `Block` owns parameters but has no `reset_parameters`\n"
-        "  help: Add `reset_parameters` to `Block`\n"
+        "   = help: Add `reset_parameters` to `Block`\n"
+        "\n"
+        "Found 3 findings: 1 error, 1 warning, 1 hint (1 fixable).\n"
+        "1 hidden fix can be enabled with the `--unsafe-fixes` option.\n"
+    )
+    # concise: one line each, the headline only.
+    assert render("concise", findings, ReportContext(cwd=str(project))) == (
+        "pkg/models.py:31:31: FAB003 hint: pass the name \"m\"\n"
+        "train.py:14:13: FAB001 [*] error: `CharLM.generate()` runs the model's layers outside forward: "
+        "RuntimeError under DDP\n"
+        "train.py:21:13: FAB002 warning: `Block` owns parameters but has no `reset_parameters`\n"
         "\n"
         "Found 3 findings: 1 error, 1 warning, 1 hint (1 fixable).\n"
         "1 hidden fix can be enabled with the `--unsafe-fixes` option.\n"
@@ -151,7 +165,7 @@ def test_json_has_exactly_the_contract_keys_and_types(findings, project):
         _assert_location(item["location"])
         _assert_location(item["end_location"])
         assert type(item["noqa_row"]) is int
-        assert isinstance(item["url"], str) and item["url"].startswith("https://")
+        assert isinstance(item["url"], str) and item["url"] == page_url(item["code"])  # the installed rule page
         assert item["fix"] is None or set(item["fix"]) == {"applicability", "message", "edits"}
         assert isinstance(item["related"], list)
         for related in item["related"]:
@@ -169,7 +183,7 @@ def test_json_values(findings, project):
     assert fab001["end_location"] == {"row": 14, "column": 21}
     assert fab001["noqa_row"] == 14
     assert fab001["severity"] == "error"
-    assert fab001["url"] == default_records().by_id("af391673c4dd180e").github_url
+    assert fab001["url"] == page_url("FAB001") and fab001["url"].startswith("file://")
     assert fab001["fix"] == {
         "applicability": "safe",
         "message": "Mark `generate` as a forward method after `fabric.setup()`",
@@ -248,7 +262,8 @@ def test_sarif_content(findings, project, tmp_path):
     assert [(r["id"], r["name"], r["shortDescription"]["text"]) for r in rules] == [
         (rule.code, rule.name, rule.summary) for rule in RULES
     ]
-    assert all(r["helpUri"] == default_records().by_id(rule.record_id).github_url for r, rule in zip(rules, RULES))
+    assert all(r["helpUri"] == page_url(rule.code) for r, rule in zip(rules, RULES))
+    assert all(r["properties"]["source"] == default_records().by_id(rule.record_id).github_url for r, rule in zip(rules, RULES))
     results = {r["ruleId"]: r for r in run["results"]}
     assert {code: r["level"] for code, r in results.items()} == {"FAB001": "error", "FAB002": "warning", "FAB003": "note"}
     for result in results.values():

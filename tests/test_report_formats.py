@@ -15,6 +15,7 @@ import pytest
 
 from fabric_lsp.findings import Finding, Position, Severity, Span
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.report import ReportContext, render
 
 from test_notebooks_cli import CALL, MODEL, SETUP, notebook
@@ -58,7 +59,7 @@ def test_gitlab_code_quality_report(repo):
     assert [set(issue) for issue in issues] == [{"description", "check_name", "fingerprint", "severity", "location"}] * 2
     a, b = issues
     assert (a["check_name"], a["severity"], b["severity"]) == ("FAB001", "major", "minor")  # error, warning
-    assert a["description"].startswith("FAB001: `CharLM.generate()` runs the model's submodules")
+    assert a["description"].startswith("FAB001: `CharLM.generate()` runs submodules but is called on the Fabric-wrapped `model`\n")
     # Relative to the repository root, not to the directory `check` ran in.
     assert a["location"] == {"path": "src/a.py", "lines": {"begin": 42, "end": 42}}
     assert b["location"]["path"] == "src/b.py"
@@ -160,7 +161,8 @@ def test_sarif_rules_carry_the_records_help_and_the_driver_an_information_uri(tm
         assert entry["help"] == {"text": render_text(record, code=rule.code),
                                  "markdown": render_markdown(record, code=rule.code)}
         assert entry["help"]["markdown"].startswith(f"### {rule.code} {rule.name}")
-        assert entry["helpUri"] == record.github_url
+        assert entry["helpUri"] == page_url(rule.code)  # the rule page; Lightning's source is the evidence
+        assert entry["properties"]["source"] == record.github_url
     _validate(document)
 
 
@@ -199,7 +201,14 @@ def test_a_file_that_does_not_parse_is_reported_in_every_format(broken, format):
     assert "not analysed" not in completed.stderr  # reported once, in the report
     out = completed.stdout
     if format == "text":
-        assert out == "broken.py:3:5: invalid-syntax error: '(' was never closed\n\nFound 1 finding: 1 error.\n"
+        assert out == ("broken.py:3:5: invalid-syntax error: '(' was never closed\n"
+                       "  |\n"
+                       "2 |\n"
+                       "3 | x = (1,  # noqa\n"
+                       "  |     ^ invalid-syntax\n"
+                       "  |\n"
+                       "\n"
+                       "Found 1 finding: 1 error.\n")
     elif format == "json":
         [item] = json.loads(out)
         assert (item["code"], item["severity"], item["message"], item["location"], item["fix"]) == (
@@ -332,7 +341,11 @@ def test_a_cell_indented_as_a_whole_is_not_invalid_syntax(tmp_path):
     (tmp_path / "nb.ipynb").write_text(notebook(("code", "    a = 1\n    b = 2"), ("code", "lr = ???"),
                                                 ("code", "print(a)")))
     completed = check("--no-cache", ".", cwd=tmp_path)
-    assert completed.stdout.startswith("nb.ipynb:cell 2:1:6: invalid-syntax error: invalid syntax\n\n")
+    assert completed.stdout.startswith("nb.ipynb:cell 2:1:6: invalid-syntax error: invalid syntax\n"
+                                       "  |\n"
+                                       "1 | lr = ???\n"
+                                       "  |      ^ invalid-syntax\n"
+                                       "  |\n\n")
     assert "cell 1" not in completed.stdout
     assert completed.stderr == ("fabric-lsp: notice: nb.ipynb: left out, as they do not parse on their own: "
                                 "cell 1: unexpected indent (line 1)\n")

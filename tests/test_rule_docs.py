@@ -18,6 +18,7 @@ from fabric_lsp.cli import main
 from fabric_lsp.config import Config
 from fabric_lsp.engine import check_source
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
+from fabric_lsp.records.pages import page_url
 from fabric_lsp.records.rule_docs import PROSE, render_rule_page
 from fabric_lsp.rules import ALL_RULES
 
@@ -94,25 +95,27 @@ def test_page_content_is_true(code, tmp_path):
 @pytest.mark.parametrize("code", CODES)
 def test_hover_and_explain_end_with_the_page(code, tmp_path, monkeypatch, capsys):
     record = default_records().by_code(code)
-    assert render_markdown(record, code=code).endswith(f"\n\nRule page: `docs/rules/{code}.md`\n")
-    assert render_text(record, code=code).endswith(f"\n\nRule page: docs/rules/{code}.md\n")
-    assert (ROOT / "docs" / "rules" / f"{code}.md").is_file()
+    page = (ROOT / "server" / "fabric_lsp" / "rule_pages" / f"{code}.md")  # the package's copy: docs/rules
+    assert page.resolve() == (ROOT / "docs" / "rules" / f"{code}.md").resolve() and page.is_file()
+    assert render_markdown(record, code=code).endswith(f"\n\nRule page: [{code}]({page.as_uri()})\n")
+    assert render_text(record, code=code).endswith(f"\n\nRule page: {page.as_uri()}\n")
     monkeypatch.chdir(tmp_path)
     assert main(["explain", code]) == 0
-    assert capsys.readouterr().out.endswith(f"\n\nRule page: docs/rules/{code}.md\n")
+    assert capsys.readouterr().out.endswith(f"\n\nRule page: {page.as_uri()}\n")
 
 
-def test_links_stay_the_records_source(tmp_path, monkeypatch, capsys):
-    """codeDescription.href / SARIF helpUri / JSON url: the record's githubUrl (the project has no
-    documentation URL in its metadata, so a repository path cannot be linked)."""
+def test_links_point_at_the_rule_page_and_keep_the_records_source(tmp_path, monkeypatch, capsys):
+    """codeDescription.href / SARIF helpUri / JSON url: the rule page (issue 29: the installed copy);
+    Lightning's source stays the record's evidence (SARIF rule properties)."""
     import json
 
     (tmp_path / "train.py").write_text(textwrap.dedent(ALL_RULES[2].invalid[0]))
     monkeypatch.chdir(tmp_path)
     main(["check", "--no-cache", "--format", "json", "train.py"])
     findings = json.loads(capsys.readouterr().out)
-    assert findings and {f["url"] for f in findings} == {default_records().by_code("FAB003").github_url}
+    assert findings and {f["url"] for f in findings} == {page_url("FAB003")}
     main(["check", "--no-cache", "--format", "sarif", "train.py"])
     sarif = json.loads(capsys.readouterr().out)
     rules = sarif["runs"][0]["tool"]["driver"]["rules"]
-    assert {r["id"]: r["helpUri"] for r in rules}["FAB003"] == default_records().by_code("FAB003").github_url
+    assert {r["id"]: r["helpUri"] for r in rules}["FAB003"] == page_url("FAB003")
+    assert {r["id"]: r["properties"]["source"] for r in rules}["FAB003"] == default_records().by_code("FAB003").github_url

@@ -302,6 +302,7 @@ def finding_to_json(finding: Finding) -> dict:
         "severity": finding.severity.value,
         "span": _span_json(finding.span),
         "message": finding.message,
+        "notes": list(finding.notes),
         "record": finding.record_id,
         "related": [{"span": _span_json(r.span), "message": r.message} for r in finding.related],
         "fix": _fix_json(finding.fix) if finding.fix is not None else None,
@@ -321,6 +322,7 @@ def finding_from_json(data: dict) -> Finding:
         fix=_fix_from_json(data["fix"]) if data.get("fix") is not None else None,
         alternatives=tuple(_fix_from_json(alt) for alt in data.get("alternatives", ())),
         context={str(k): str(v) for k, v in data.get("context", {}).items()},
+        notes=tuple(str(n) for n in data.get("notes", ())),
     )
 
 

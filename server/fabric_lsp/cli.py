@@ -36,6 +36,7 @@ import stat
 import sys
 import threading
 import traceback
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,7 +55,7 @@ from fabric_lsp.confinement import FixBounds, confine
 from fabric_lsp.edits import apply_fixes, unified_diff
 from fabric_lsp.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
-from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, ReportContext, fixable, render,
+from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, TEXT_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
 from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
@@ -558,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Output (report/): --output-format as ruff, --format kept (the stable contract's name).
     check.add_argument("--output-format", "--format", dest="format", choices=FORMATS + tuple(FORMAT_ALIASES),
                        default="text", metavar="FORMAT",
-                       help=f"output format: {', '.join(FORMATS)} (default: text; --format is the same option)")
+                       help=f"output format: {', '.join(FORMATS)}, full (default: text, which is ruff's full: headline, "
+                            "code frame, notes; concise: one line per finding; --format is the same option)")
     check.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of stdout")
     check.add_argument("--statistics", action="store_true",
                        help="show how many findings of each code instead of the findings (text or json)")
@@ -605,6 +607,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="settings file for every checked file, instead of each file's closest one")
     check.add_argument("--jobs", type=int, default=0, metavar="N", help="worker processes (default: automatic)")
     check.add_argument("--no-cache", action="store_true", help=f"do not read or write {CACHE_DIR_NAME}/")
+    # What applies (as ruff): the settings of a file, the files a run checks, what a run does.
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the settings that apply to the first PATH (its settings file, every key, the "
+                            "project root and the analysis interpreter) and exit")
+    check.add_argument("--show-files", action="store_true",
+                       help="print the files that would be checked, one per line, and exit")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="say on stderr which settings, project roots and interpreters the run uses, what "
+                            "the cache answered and how long it took")
     check.add_argument("--cache-dir", metavar="PATH",
                        help=f"keep the cache in PATH instead of each project's {CACHE_DIR_NAME}/ "
                             f"(default: ${CACHE_DIR_ENV})")
@@ -1053,8 +1064,19 @@ def _check_paths(args: argparse.Namespace, cwd: str, configs: ConfigResolver, pa
         configs.for_path(path)
     if _say_settings_problems(configs):
         return 2
+    if args.show_settings:
+        return _show_settings((paths or missing)[0], configs, cwd)
+    if args.show_files:
+        for path in missing:
+            _say(f"{PROG}: error: {path}: no such file or directory")
+        for notice in sorted(notices, key=lambda n: n.path):
+            _say(notice.format(cwd))
+        sys.stdout.write("".join(escape_line(os.path.abspath(path)) + "\n" for path in sorted(files, key=os.path.abspath)))
+        return 2 if missing else 0
     if not files and not missing and not notices:
         _say(f"{PROG}: warning: No Python files found under the given path(s)")
+    if args.verbose:
+        _say_verbose_plan(files, configs, cwd)
     _warn_noqa(files, configs, cwd)
     cache = None if args.no_cache else CacheSet(cwd, args.cache_dir or os.environ.get(CACHE_DIR_ENV) or None)
     status = _check_and_report(args, cwd, configs, files, notices, cache,
@@ -1073,6 +1095,80 @@ def _say_settings_problems(configs: ConfigResolver) -> bool:
         _say(problem)
         failed = failed or is_config_error(problem)
     return failed
+
+
+def _settings_source(configs: ConfigResolver, path: str) -> str:
+    """The settings file that applies to `path` (`--config`'s, else the closest), or what stands in."""
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    found = configs.config_file or configs._settings_file(os.path.abspath(folder))
+    return str(found) if found is not None else "(none: the defaults)"
+
+
+def _interpreter_line(config: Config, root: str) -> str:
+    from fabric_lsp.analysis.workspace import choose_interpreter
+
+    chosen = choose_interpreter(root, config.python, config.trusted)
+    how = "run to list its packages" if chosen.runnable else "read without running it: the workspace is not trusted"
+    return f"{chosen.python} ({how})"
+
+
+def _show_settings(path: str, configs: ConfigResolver, cwd: str) -> int:
+    """ruff's `--show-settings`: the settings `check` uses for `path`, one `key = value` a line (the
+    settings file's spelling, TOML values), then where the project is and what the analysis reads."""
+    import dataclasses
+    import json
+
+    from fabric_lsp.config import KNOWN_KEYS
+    from fabric_lsp.engine import project_root_for
+
+    absolute = os.path.abspath(path)
+    config = configs.for_directory(absolute) if os.path.isdir(absolute) else configs.for_path(absolute)
+    for problem in configs.take_problems():
+        _say(problem)
+    names = {field.name: field for field in dataclasses.fields(Config)}
+
+    def value(raw) -> str:
+        if isinstance(raw, (frozenset, set)):
+            raw = sorted(raw)
+        elif isinstance(raw, dict):
+            return "{" + ", ".join(f"{k} = {value(v)}" for k, v in sorted(raw.items())) + "}"
+        elif isinstance(raw, tuple) and raw and isinstance(raw[0], tuple):  # per-file-ignores
+            return "{" + ", ".join(f"{json.dumps(glob)} = {value(codes)}" for glob, codes in raw) + "}"
+        elif isinstance(raw, tuple):
+            raw = list(raw)
+        elif hasattr(raw, "value"):  # a Severity
+            raw = raw.value
+        return "null" if raw is None else json.dumps(raw)
+
+    lines = [f"Resolved settings for: {json.dumps(absolute)}",
+             f"Settings file: {_settings_source(configs, absolute)}", ""]
+    for key in KNOWN_KEYS:
+        name = key.replace("-", "_")
+        if name in names:
+            lines.append(f"{key} = {value(getattr(config, name))}")
+    root = project_root_for(absolute, config.root, config.fallback_root)
+    lines += ["", f"project root = {json.dumps(root)}", f"trusted = {json.dumps(config.trusted)}",
+              f"analysis interpreter = {json.dumps(_interpreter_line(config, root))}"]
+    sys.stdout.write(escape_lines("\n".join(lines) + "\n"))
+    return 0
+
+
+def _say_verbose_plan(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
+    """`-v`: per settings file, the files it covers; per project, its root and analysis interpreter."""
+    from fabric_lsp.engine import project_root_for
+
+    by_source: dict[str, int] = {}
+    projects: dict[str, Config] = {}
+    for path in files:
+        by_source[_settings_source(configs, path)] = by_source.get(_settings_source(configs, path), 0) + 1
+        config = configs.for_path(path)
+        projects.setdefault(project_root_for(os.path.abspath(path), config.root, config.fallback_root), config)
+    for source, count in sorted(by_source.items()):
+        shown = display_path(source, cwd) if os.path.isabs(source) else source
+        _say(f"{PROG}: verbose: settings {shown}: {count} file{'s' if count != 1 else ''}")
+    for root, config in sorted(projects.items()):
+        _say(f"{PROG}: verbose: project {display_path(root, cwd) or '.'}: interpreter {_interpreter_line(config, root)}")
+    _say(f"{PROG}: verbose: checking {len(files)} file{'s' if len(files) != 1 else ''}")
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
@@ -1129,7 +1225,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     data = sys.stdin.buffer.read(limit + 1)
     to_stdout = args.fix and not args.diff  # the fixed source is the output; the report goes to stderr
     report = sys.stderr if to_stdout else sys.stdout
-    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet,
+    context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet, docs_url=config.docs_url,
                             color=args.output_file is None and use_color(args.color, report))
 
     def unchecked(reason: str | None) -> int:
@@ -1165,6 +1261,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     bounds = FixBounds([path])
     findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=fixing)
     context.notebooks = _stdin_notebooks(source)
+    if source.notebook is None:  # the frame shows the text checked, not the file on disk
+        context.remember_text(path, source.text)
     if not fixing:
         write_report(args, findings, context)
         return exit_status(findings, failed, args.exit_zero)
@@ -1196,6 +1294,8 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
             findings, failed = [], True
         findings = _confine(sorted(findings, key=sort_key), bounds, cwd, say=False)
         context.notebooks = _stdin_notebooks(source) if source is not None else {}
+        if source is not None and source.notebook is None:
+            context.remember_text(path, source.text)
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -1270,7 +1370,8 @@ def _output_options(args: argparse.Namespace) -> None:
     """The output options checked and normalised (report/): a format alias by its format's name."""
     args.format = FORMAT_ALIASES.get(args.format, args.format)
     if args.statistics and args.format not in STATISTICS_FORMATS:
-        raise UsageError(f"--statistics: only with --output-format {' or '.join(STATISTICS_FORMATS)}, not {args.format}")
+        raise UsageError(f"--statistics: only with --output-format {', '.join(STATISTICS_FORMATS[:-1])} "
+                         f"or {STATISTICS_FORMATS[-1]}, not {args.format}")
     if args.output_file is not None and not args.output_file.strip():
         raise UsageError("--output-file: expected a file name")
     if args.output_file is not None:  # refused before the analysis too (checked again when writing)
@@ -1307,6 +1408,12 @@ def _syntax_broken(results) -> set[str]:
     return {os.path.abspath(f.span.path) for result in results for f in result.findings if is_syntax_finding(f)}
 
 
+def _docs_url(configs) -> str | None:
+    """The rule pages' `docs-url` for a report: the first that the run's settings files set (a report
+    has one link per rule)."""
+    return next((c.docs_url for c in getattr(configs, "configs", [configs]) if c.docs_url), None)
+
+
 def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files: list[str], notices: list, cache,
                       unread: Sequence[Finding] = ()) -> int:
     """Check `files`, apply fixes, write the report. `unread`: the `io-error` entries of the paths
@@ -1322,8 +1429,15 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     # A fix edits only files inside the paths given (a file argument: that file only).
     bounds = FixBounds(args.paths or ["."], lambda: _library_paths(config, files))
     need_edits = bool(fixing) or args.format in ("json", "json-lines", "sarif", "rdjson")  # outputs that show or apply edits
+    started = time.perf_counter()
     with Progress(len(files), sys.stderr, enabled=not args.quiet):
         results = check_files_cached(files, config, args.jobs, cache, need_edits)
+    if getattr(args, "verbose", False):
+        chosen = getattr(args, "cache_dir", None) or os.environ.get(CACHE_DIR_ENV)
+        where = ("no cache (--no-cache)" if cache is None else
+                 f"cache in {chosen}" if chosen else f"cache in {CACHE_DIR_NAME}/ of each project")
+        _say(f"{PROG}: verbose: checked {len(files)} file{'s' if len(files) != 1 else ''} in "
+             f"{time.perf_counter() - started:.2f} s; {where}")
 
     failed = False
     findings: list[Finding] = []
@@ -1351,7 +1465,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
         return 2 if failed or failed_writes else 0
 
     context = ReportContext(cwd=cwd, unsafe_fixes=args.unsafe_fixes, notebooks=_notebooks_of(findings),
-                            quiet=args.quiet, show_fixes=args.show_fixes,
+                            quiet=args.quiet, show_fixes=args.show_fixes, docs_url=_docs_url(config),
                             color=args.output_file is None and use_color(args.color, sys.stdout))
     stale = False
     if fixing:
@@ -1377,7 +1491,7 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
                 _say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
             return 2 if failed else (1 if outcome.texts or stale else 0)
         context.fix_mode, context.fixed, context.fixed_findings = True, outcome.fixed, outcome.fixed_findings
-        if (args.format != "text" or args.statistics) and outcome.fixed and not args.quiet:
+        if (args.format not in TEXT_FORMATS or args.statistics) and outcome.fixed and not args.quiet:
             n_written = len(outcome.written)
             _say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
                  f"in {n_written} file{'s' if n_written != 1 else ''}")
@@ -1454,7 +1568,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         note = explain_note(best, found[1:])
         if shown:
             sys.stdout.write("\n")  # one blank line between the rules of `explain FAB001 FAB003`
-        sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note)))
+        sys.stdout.write(escape_lines(renderer(best.record, context=best.context, code=best.code, note=note,
+                                               docs_url=config.docs_url)))
         shown += 1
     return status
 
@@ -1490,6 +1605,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return 0
     records = default_records()
     if args.format == "json":
+        from fabric_lsp.records.pages import page_url
+
+        config, problems = load_config(Path(os.getcwd()))
+        for problem in problems:
+            _say(problem)
         rows = []
         for rule in rules:
             record = records.by_id(rule.record_id)
@@ -1499,7 +1619,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
                     "name": rule.name,
                     "record": rule.record_id,
                     "summary": rule.summary,
-                    "url": record.github_url if record else None,
+                    "url": page_url(rule.code, config.docs_url),  # the rule page (records/pages.py)
+                    "source": record.github_url if record else None,  # Lightning's source: the evidence
                 }
             )
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

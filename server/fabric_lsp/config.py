@@ -82,6 +82,9 @@ class Config:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     # Directory walks skip what git ignores (.gitignore files, .git/info/exclude), read as files.
     respect_gitignore: bool = True
+    # Where the team publishes the rule pages (records/pages.py): links point there instead of the
+    # installed copy. `https://docs.example.org/rules/{code}.html`, or a folder URL (+ `FAB001.md`).
+    docs_url: str | None = None
 
     def enabled(self, code: str) -> bool:
         return code in self.select and code not in self.ignore
@@ -347,6 +350,14 @@ def _max_file_size(source: str) -> Callable[[Any], Any]:
     return convert
 
 
+def _docs_url(value: Any) -> str:
+    from fabric_lsp.records.pages import valid_docs_url
+
+    if not isinstance(value, str) or not valid_docs_url(value):
+        raise _Bad(f"expected an http(s) URL such as \"https://docs.example.org/rules/{{code}}.html\", got {_describe(value)}")
+    return value
+
+
 def _describe(value: Any) -> str:
     kind = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
             dict: "table"}.get(type(value), type(value).__name__)
@@ -371,6 +382,7 @@ _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
     "per-file-ignores": ("per_file_ignores", lambda base, source: _per_file_ignores(source)),
     "extend-exclude": ("extend_exclude", lambda base, source: _exclude_globs(source, "extend-exclude")),
     "respect-gitignore": ("respect_gitignore", lambda base, source: _boolean),
+    "docs-url": ("docs_url", lambda base, source: _docs_url),
 }
 KNOWN_KEYS = tuple(_KEYS)
 

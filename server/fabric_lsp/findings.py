@@ -66,6 +66,8 @@ class Finding:
     code: str  # "FAB001"
     severity: Severity
     span: Span
+    # What is wrong, short (the headline of the text output, <= ~100 characters); the reasons go in
+    # `notes`. A rule that gives no notes may put everything in `message`: `headline_and_notes` splits it.
     message: str
     record_id: str
     related: tuple[Related, ...] = ()
@@ -76,8 +78,63 @@ class Finding:
     # Names that fill the record's runtime error message for this occurrence,
     # e.g. {"class": "TinyLM", "method": "generate"}.
     context: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # Why it is wrong, one reason each (the runtime error, when it happens, what is missing): the
+    # `note:` lines of the text output, the lines after the headline in an editor.
+    notes: tuple[str, ...] = field(default=(), compare=False, hash=False)
+
+    @property
+    def full_message(self) -> str:
+        """The headline on the first line, each reason on a line below it: the message of the JSON and
+        SARIF outputs, CI annotations and the editor's diagnostic (one text everywhere, the headline first
+        for whatever shows one line)."""
+        headline, notes = headline_and_notes(self)
+        return "\n".join((headline, *notes))
+
+    @property
+    def one_line_message(self) -> str:
+        """The headline and its reasons on one line (outputs whose message cannot hold a line break)."""
+        headline, notes = headline_and_notes(self)
+        return headline + (": " + "; ".join(notes) if notes else "")
 
     @property
     def noqa_line(self) -> int:
         """0-based line on which a `# noqa` comment suppresses this finding."""
         return self.span.start.line
+
+
+HEADLINE_WIDTH = 100  # a headline longer than this is split at its first clause boundary
+
+
+def headline_and_notes(finding: Finding) -> tuple[str, tuple[str, ...]]:
+    """The finding's headline and reasons. A rule that sets `notes` decides; otherwise a long message
+    is split at its top-level `; ` and `: ` boundaries (outside backticks and quotes), so that every
+    rule, also one written without notes, gets a short headline."""
+    if finding.notes or len(finding.message) <= HEADLINE_WIDTH:
+        return finding.message, finding.notes
+    parts = _clauses(finding.message, "; ")
+    headline, notes = parts[0], parts[1:]
+    if len(headline) > HEADLINE_WIDTH:
+        split = _clauses(headline, ": ")
+        if len(split) > 1 and len(split[0]) >= 10:
+            headline, notes = split[0], [": ".join(split[1:])] + notes
+    return headline, tuple(n for n in notes if n)
+
+
+def _clauses(text: str, separator: str) -> list[str]:
+    """`text` split at `separator` where it is not inside backticks or double quotes."""
+    parts, start, quote, i = [], 0, None, 0
+    while i < len(text):
+        char = text[i]
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "`\"":
+            quote = char
+        elif text.startswith(separator, i):
+            parts.append(text[start:i])
+            start = i + len(separator)
+            i = start
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts

@@ -6,6 +6,7 @@ import asyncio
 import re
 
 from fabric_lsp.records import default_records
+from fabric_lsp.records.pages import page_url
 from lspkit import (
     capabilities,
     copy_case,
@@ -61,14 +62,12 @@ async def test_diagnostics_match_the_fixture_labels(preset, tmp_path):
         assert range_tuple(diagnostic.range) == range_tuple(want)
         assert diagnostic.range.start.line == line
         record = records.by_code(code)
-        if preset == "visual-studio-code":  # the only preset declaring codeDescriptionSupport
-            assert diagnostic.code_description.href == record.github_url
-        else:
-            assert diagnostic.code_description is None
+        # Every client gets the rule page's link (issue 29), whether or not it declares codeDescriptionSupport.
+        assert diagnostic.code_description.href == page_url(code)
         assert diagnostic.data["code"] == code and diagnostic.data["record"] == record.id
 
     text, (generate,) = results["fab001_generate_ddp_literal.py"]
-    assert generate.message.startswith("`CharLM.generate()` runs the model's submodules")
+    assert generate.message.startswith("`CharLM.generate()` runs submodules but is called on the Fabric-wrapped `model`")
     related = {(r.location.range.start.line, r.message) for r in generate.related_information}
     assert related == {(31, "`model` is wrapped by Fabric here"), (18, "`CharLM.generate` is defined here")}
     fix = generate.data["fix"]
@@ -157,6 +156,6 @@ async def test_related_information_folded_into_the_message_when_unsupported(tmp_
         (diagnostic,) = await diagnostics(client, uri, version=1)
     assert diagnostic.related_information is None
     lines = diagnostic.message.splitlines()
-    assert lines[0].startswith("`CharLM.generate()` runs the model's submodules")
+    assert lines[0].startswith("`CharLM.generate()` runs submodules but is called on the Fabric-wrapped `model`")
     assert "fab001_generate_ddp_literal.py:32:24: `model` is wrapped by Fabric here" in lines
     assert "fab001_generate_ddp_literal.py:19:9: `CharLM.generate` is defined here" in lines

@@ -8,6 +8,8 @@ import asyncio
 from lspkit import TIMEOUT, capabilities, session
 from lsprotocol import types
 
+from fabric_lsp.records.pages import page_url
+
 
 async def _explain(client, query: str):
     return await asyncio.wait_for(
@@ -26,8 +28,8 @@ async def test_fragments_and_reason(tmp_path):
         assert first_sentence["reason"] == "the record's errorMessage by 9 of 9 words; the message has 30"
         assert "`CharLM.sample()`" in first_sentence["markdown"]
         assert "Matched: the record's errorMessage by 9 of 9 words" in first_sentence["markdown"]
-        assert first_sentence["markdown"].endswith("\n\nRule page: `docs/rules/FAB001.md`\n")
-        assert first_sentence["plaintext"].endswith("\n\nRule page: docs/rules/FAB001.md\n")
+        assert first_sentence["markdown"].endswith(f"\n\nRule page: [FAB001]({page_url('FAB001')})\n")
+        assert first_sentence["plaintext"].endswith(f"\n\nRule page: {page_url('FAB001')}\n")
 
         no_backticks = await _explain(client, "Materialization requires that the Block.reset_parameters method is "
                                               "implemented")

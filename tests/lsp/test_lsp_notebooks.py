@@ -362,6 +362,9 @@ async def test_diagnostics_per_cell_follow_every_cell(client_kind, tmp_path):
         else:
             assert diagnostic.related_information is None
             assert diagnostic.message.split("\n")[1:] == [
+                "`generate` calls `self(...)`",  # the reasons, then the related places
+                'RuntimeError under strategy="ddp"',
+                "`model` is not marked with `model.mark_forward_method(\"generate\")` before this call",
                 "nb.ipynb:cell 2:3:9: `model` is wrapped by Fabric here",
                 "nb.ipynb:cell 1:17:9: `CharLM.generate` is defined here",
             ]

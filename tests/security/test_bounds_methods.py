@@ -85,7 +85,7 @@ def test_the_closest_method_is_suggested_below_the_bound_and_not_searched_above_
     generate = "    def generate(self, x):\n        return self.head(x)\n"
     below = class_with_methods(MAX_SUGGESTION_CANDIDATES - 1, mark="genrate", calls=False, extra=generate)
     [finding] = check_source(str(tmp_path / "below.py"), below, Config())
-    assert finding.code == "FAB004" and finding.message.endswith('did you mean "generate"?')
+    assert finding.code == "FAB004" and finding.full_message.endswith('did you mean "generate"?')
     assert finding.fix is not None and finding.fix.title == 'Mark "generate" instead'
 
     above = class_with_methods(MAX_SUGGESTION_CANDIDATES, mark="genrate", calls=False, extra=generate)
@@ -94,12 +94,12 @@ def test_the_closest_method_is_suggested_below_the_bound_and_not_searched_above_
     [finding] = found[path]
     # The name is certainly missing (an error), but which one was meant is not searched for: no
     # suggestion, and no removal offered in place of a rename; said once.
-    assert finding.code == "FAB004" and "does not exist" in finding.message and "did you mean" not in finding.message
+    assert finding.code == "FAB004" and "does not exist" in finding.message and "did you mean" not in finding.full_message
     assert finding.fix is None
     said = [n for n in notices if f"more than {MAX_SUGGESTION_CANDIDATES} methods" in n]
     assert said == [f'{path}: `LM` has more than {MAX_SUGGESTION_CANDIDATES} methods: FAB004 suggests no method '
                     'name for `mark_forward_method("genrate")`']
-    assert [f.message for f in check_source(path, above, Config())] == [finding.message]  # same on every run
+    assert [f.full_message for f in check_source(path, above, Config())] == [finding.full_message]  # same on every run
 
 
 def library_project(root: Path, count: int) -> tuple[Path, str]:

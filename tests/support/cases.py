@@ -34,7 +34,9 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     when ``w`` contains a call; ``getattr(w, name)(...)`` -> ``getattr(getattr(w, "module", w), name)(...)``), FAB003
     ``mark_forward_method(w.m)`` / ``mark_forward_method(Cls.m)`` -> ``mark_forward_method("m")``,
     FAB004 ``w.mark_forward_method("x")`` -> ``None`` (the invalid mark is dropped; the call must sit on
-    one line). FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
+    one line), FAB006 ``loss.backward(...)`` -> ``fabric.backward(loss, ...)`` (one line; the Fabric is named
+    ``fabric`` there), FAB007 a second ``setup(model)`` -> ``model``, ``no_backward_sync(m)`` -> a null context,
+    ``setup_dataloaders([a, b])`` -> ``setup_dataloaders(a, b)``, ``setup_dataloaders(ds)`` -> ``(DataLoader(ds))``. FAB002 has no automatic fix: only the first FAB002 class reached is proven, so give each
     FAB002 case one failing class (labels that name the same class count as one).
     FAB002 is raised as the record's TypeError (``_materialize_meta_tensors``) or as torch FSDP's
     ``AttributeError: 'X' object has no attribute 'reset_parameters'`` (only when the traceback passes
@@ -110,6 +112,19 @@ RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
             ),
         ),
         ("ValueError", re.compile(r"You cannot mark the forward method itself as a forward method")),
+    ),
+    # lightning.fabric.wrappers._backward_hook, raised from inside `loss.backward()` (the labelled line)
+    "FAB007": (
+        ("ValueError", re.compile(r"A model should be passed only once to the `(?P<method>setup|setup_module)` method")),
+        ("TypeError", re.compile(r"You need to set up the model first before you can call `fabric\.no_backward_sync\(\)`")),
+        ("TypeError", re.compile(r"Only PyTorch DataLoader are currently supported in `setup_dataloaders`")),
+        ("RuntimeError", re.compile(r"requires the model and optimizer\(s\) to be set up jointly")),
+    ),
+    "FAB006": (
+        (
+            "RuntimeError",
+            re.compile(r"The current strategy and precision selection requires you to call `fabric\.backward\(loss\)`"),
+        ),
     ),
 }
 # Findings that are a warning, not an exception: ModelParallelStrategy (_materialize_distributed_module)
@@ -730,6 +745,46 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
             and node.func.attr == "mark_forward_method"
             and node.lineno == node.end_lineno == label.line
         ]
+    elif label.code == "FAB006":
+        # x.backward(args) -> fabric.backward(x, args) (the call on one line; the case names its Fabric `fabric`
+        # where it calls backward, as fixtures/README.md asks).
+        lines = source.splitlines(keepends=True)
+        points = []
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"
+                and node.lineno == node.end_lineno == label.line
+            ):
+                raw = lines[node.lineno - 1].encode("utf-8")
+                text = lambda n: raw[n.col_offset : n.end_col_offset].decode("utf-8")  # noqa: E731
+                arguments = [text(node.func.value)] + [text(a) for a in node.args]
+                arguments += [f"{k.arg}={text(k.value)}" for k in node.keywords]
+                points.append((node.lineno, (node.col_offset, node.end_col_offset), f"fabric.backward({', '.join(arguments)})"))
+    elif label.code == "FAB007":
+        # The call Lightning refused, on the labelled line: a second setup -> its argument; no_backward_sync ->
+        # a null context; setup_dataloaders([a, b]) -> (a, b) spread; setup_dataloaders(ds) -> DataLoader(ds).
+        lines = source.splitlines(keepends=True)
+        points = []
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.lineno == label.line
+                    and node.end_lineno == label.line):
+                continue
+            raw = lines[node.lineno - 1].encode("utf-8")
+            text = lambda n: raw[n.col_offset : n.end_col_offset].decode("utf-8")  # noqa: E731
+            span = (node.col_offset, node.end_col_offset)
+            if node.func.attr in ("setup", "setup_module") and node.args:
+                points.append((node.lineno, span, text(node.args[0])))
+            elif node.func.attr == "no_backward_sync":
+                points.append((node.lineno, span, '__import__("contextlib").nullcontext()'))
+            elif node.func.attr == "setup_dataloaders" and len(node.args) == 1:
+                argument = node.args[0]
+                if isinstance(argument, (ast.List, ast.Tuple)):
+                    inner = ", ".join(text(e) for e in argument.elts)
+                else:
+                    inner = f'__import__("torch").utils.data.DataLoader({text(argument)})'
+                points.append((node.lineno, (argument.col_offset, argument.end_col_offset), inner))
     else:
         raise _NoFix(
             f"{label} fired; {label.code} has no automatic fix, so later labels of this case cannot be"

@@ -30,6 +30,7 @@ try {
   for (const name of ["pyproject.toml", "README.md", "LICENSE"]) cpSync(join(repo, name), join(source, name));
   cpSync(join(repo, "server", "fabric_lsp"), join(source, "server", "fabric_lsp"), {
     recursive: true,
+    dereference: true, // fabric_lsp/rule_pages links to docs/rules: the pages themselves are copied
     filter: (path) => !path.includes("__pycache__") && !path.endsWith(".pyc"),
   });
   const wheels = join(work, "wheels");
@@ -67,5 +68,9 @@ if (compiled.length) {
 run(["-I", "-B", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(libs)}); import fabric_lsp.cli, pygls, lsprotocol, jedi; print("bundled:", fabric_lsp.__version__, "from", fabric_lsp.__file__)`]);
 if (!existsSync(join(libs, "fabric_lsp", "records", "data"))) {
   console.error("bundle-python: the records (package data) are missing from the bundle");
+  process.exit(1);
+}
+if (!existsSync(join(libs, "fabric_lsp", "rule_pages", "FAB001.md"))) {
+  console.error("bundle-python: the rule pages (package data, fabric_lsp/rule_pages) are missing from the bundle");
   process.exit(1);
 }

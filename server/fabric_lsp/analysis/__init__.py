@@ -21,7 +21,9 @@ from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import Bound, Class, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const
+from fabric_lsp.analysis.values import (
+    Bound, Class, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
+)
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -96,6 +98,48 @@ class MarkFact:
     values: frozenset  # the argument's flow values
 
 
+@dataclass(frozen=True)
+class BackwardPath:
+    """One way the wrapped model's output reaches `loss.backward()`: its setup call and the Fabric there,
+    with whether that Fabric registers the raising backward hook (True / False / None: not visible)."""
+
+    origin: Origin
+    fabric: FabricValue
+    hooks: bool | None
+    setting: str  # what decides it: 'precision="bf16-mixed"', 'strategy="fsdp"', ...
+
+
+@dataclass
+class BackwardFact:
+    """`loss.backward()` where `loss` is computed from the output of a Fabric-wrapped model."""
+
+    node: ast.Call
+    path: str
+    scope: ir.Scope
+    paths: list[BackwardPath] = field(default_factory=list)
+    # Expressions naming a Fabric where the call is made: (text, Fabric objects) for the fix.
+    fabric_names: list[tuple[str, frozenset]] = field(default_factory=list)
+
+
+@dataclass
+class SetupMisuseFact:
+    """A call of Fabric's setup API that its own validation refuses, whatever the strategy (the values
+    the code gives make it certain):
+    `again`: `fabric.setup(model)` / `setup_module(model)` where `model` is already a Fabric wrapper;
+    `no_backward_sync`: `fabric.no_backward_sync(m)` where `m` was never set up;
+    `dataloaders`: `fabric.setup_dataloaders(x)` where `x` is not a DataLoader (a list, a Dataset);
+    `jointly`: `fabric.setup_optimizers(...)` under a DeepSpeed or XLA strategy."""
+
+    kind: str
+    node: ast.Call
+    path: str
+    scope: ir.Scope
+    argument: ast.AST | None  # the offending argument (again, no_backward_sync, dataloaders)
+    detail: str  # what the argument is, or the strategy, for the message
+    origin: Origin | None = None  # again: the setup that wrapped the model first
+    method: str = "setup"
+
+
 @dataclass
 class Materialization:
     # "materialize" (_materialize_meta_tensors), "fsdp", "model_parallel" (ModelParallel's setup or
@@ -127,6 +171,8 @@ class ProgramFacts:
     method_calls: list[MethodCallFact] = field(default_factory=list)
     marks: list[MarkFact] = field(default_factory=list)
     meta_models: list[MetaModelFact] = field(default_factory=list)
+    backwards: list[BackwardFact] = field(default_factory=list)
+    setup_misuses: list[SetupMisuseFact] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     origins: dict[int, Origin] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
@@ -227,6 +273,8 @@ def analyze(program) -> ProgramFacts:
     _method_calls(facts, events, origins)
     _marks(facts, events, origins)
     _meta_models(facts, events)
+    _backwards(facts, events, origins)
+    _setup_misuses(facts, events, origins)
     return facts
 
 
@@ -366,6 +414,121 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
         fact.names = fact.names | event.data["names"]
         fact.values = fact.values | event.data["arguments"]
     facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+# -- loss.backward() on the wrapped model's output ---------------------------------------------------------
+def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    by_node: dict[int, BackwardFact] = {}
+    for event in events:
+        if event.kind != "backward":
+            continue
+        origin = origins.get(id(event.data["output"].wrapped.site))
+        if origin is None:
+            continue
+        fact = by_node.get(id(event.node))
+        if fact is None:
+            fact = by_node[id(event.node)] = BackwardFact(event.node, event.path, event.scope)
+        for fabric in origin.fabrics:
+            hooks, setting = facts.solver.backward_hook(fabric)
+            path = BackwardPath(origin, fabric, hooks, setting)
+            if path not in fact.paths:
+                fact.paths.append(path)
+        for name, values in event.data["fabrics"]:
+            if all(name != known for known, _ in fact.fabric_names):
+                fact.fabric_names.append((name, values))
+    facts.backwards = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+# -- setup misuse ---------------------------------------------------------------------------------------------
+_DATASET_CLASSES = frozenset(("torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset",
+                              "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"))
+
+
+def _setup_misuses(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    """One fact per call node, only where every value the analysis sees makes Lightning refuse the call
+    (values it cannot see make it no finding). A call reached several times must be refused each time."""
+    verdicts: dict[tuple, SetupMisuseFact | None] = {}
+    for event in events:
+        key = (event.kind, id(event.node), id(event.data.get("argument")))
+        if key in verdicts and verdicts[key] is None:
+            continue
+        fact = _misuse(facts, event, origins)
+        if fact is None:
+            if event.kind in ("setup_again", "no_backward_sync", "setup_dataloaders", "setup_optimizers"):
+                verdicts[key] = None
+            continue
+        verdicts.setdefault(key, fact)
+    found = [fact for fact in verdicts.values() if fact is not None]
+    facts.setup_misuses = sorted(found, key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.kind))
+
+
+def _argument_node(call: ast.AST, keyword: str) -> ast.AST | None:
+    if not isinstance(call, ast.Call):
+        return None
+    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _misuse(facts: ProgramFacts, event: Event, origins: dict[int, Origin]) -> SetupMisuseFact | None:
+    values = frozenset(v for v in event.data.get("values", ()) if v != _NONE_VALUE)
+    if event.kind == "setup_again":
+        if not event.data["local"] or not values or not all(isinstance(v, Wrapped) for v in values):
+            return None
+        wrapped = sorted(values, key=sort_key)[0]
+        origin = origins.get(id(wrapped.site))
+        if origin is None or origin.site is event.node:
+            return None
+        return SetupMisuseFact("again", event.node, event.path, event.scope, _argument_node(event.node, "module"),
+                               "", origin, event.data["method"])
+    if event.kind == "no_backward_sync":
+        if not values or not all(isinstance(v, Instance) for v in values):
+            return None  # a wrapper, or something the analysis cannot see
+        if facts.resolver.is_module(facts.resolver.ref_of(sorted(values, key=sort_key)[0].cls)) is not True:
+            return None
+        return SetupMisuseFact("no_backward_sync", event.node, event.path, event.scope,
+                               _argument_node(event.node, "module"), "a module that was never set up")
+    if event.kind == "setup_dataloaders":
+        if not values:
+            return None
+        details = set()
+        for value in values:
+            detail = _not_a_dataloader(facts, value)
+            if detail is None:
+                return None
+            details.add(detail)
+        return SetupMisuseFact("dataloaders", event.node, event.path, event.scope, event.data["argument"],
+                               " or ".join(sorted(details)))
+    if event.kind == "setup_optimizers":
+        names = facts.solver.strategy_names(event.data["fabric"])
+        if not names or not all(n.lower().startswith("deepspeed") or n.lower() == "xla" or n == "XLAStrategy"
+                                for n in names):
+            return None
+        name = "XLAStrategy" if any(n.lower() in ("xla", "xlastrategy") for n in names) else "DeepSpeedStrategy"
+        return SetupMisuseFact("jointly", event.node, event.path, event.scope, None, name)
+    return None
+
+
+def _not_a_dataloader(facts: ProgramFacts, value) -> str | None:
+    """What `value` is when it is certainly not a torch DataLoader: "a list" / "a tuple" / "a dict" (a
+    display), "a `Name` dataset" (a project class deriving from torch's Dataset); else None."""
+    if isinstance(value, Container):
+        node = value.site
+        if isinstance(node, ast.List):
+            return "a list"
+        if isinstance(node, ast.Tuple):
+            return "a tuple"
+        if isinstance(node, ast.Dict):
+            return "a dict"
+        return None
+    if isinstance(value, Instance):
+        cls = facts.resolver.ref_of(value.cls)
+        refs = list(facts.resolver.mro(cls))
+        if None in refs:
+            return None
+        qualified = [r.qualified for r in refs if isinstance(r, LibraryClass)]
+        if any("DataLoader" in q for q in qualified) or not any(q in _DATASET_CLASSES for q in qualified):
+            return None
+        return f"a `{cls.name}` dataset"
+    return None
 
 
 # -- meta-device models -------------------------------------------------------------------------------------------

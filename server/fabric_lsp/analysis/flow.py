@@ -56,6 +56,7 @@ from fabric_lsp.analysis.values import (
     Const,
     Container,
     FabricValue,
+    Output,
     Function,
     Instance,
     Lib,
@@ -108,6 +109,22 @@ _UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_modu
 _REINIT_METHODS = frozenset(("reset_parameters", "apply", "load_state_dict"))
 _REINIT_OR_LOAD = _REINIT_METHODS | {"load", "load_raw"}
 _MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
+# What a tensor computed from a wrapped model's output gives without the autograd graph (the backward
+# hook cannot fire through it): these attributes end an Output.
+_OUTPUT_DETACHING = frozenset((
+    "detach", "detach_", "item", "tolist", "numpy", "data", "shape", "size", "dim", "numel", "dtype", "device",
+    "argmax", "argmin", "requires_grad", "grad", "grad_fn", "is_leaf", "ndim",
+))
+# torch functions whose result holds no gradient of their tensor arguments.
+_NO_GRAD_FUNCTIONS = frozenset(("argmax", "argmin", "argsort", "isnan", "isinf", "isfinite", "equal", "eq", "ne",
+                                "numel", "is_tensor", "no_grad", "inference_mode", "zeros_like", "ones_like",
+                                "empty_like", "randn_like", "rand_like", "full_like"))
+# Precision values (as Fabric's `precision=` spells them, aliases included) whose plugin overrides
+# backward (MixedPrecision) and those whose plugin does not (Precision, HalfPrecision, DoublePrecision,
+# TransformerEnginePrecision): lightning/fabric/connector.py _check_and_init_precision.
+_HOOKING_PRECISIONS = frozenset(("16-mixed", "bf16-mixed", "16", "bf16", 16))
+_PLAIN_PRECISIONS = frozenset(("32-true", "bf16-true", "16-true", "64-true", "32", "64", 32, 64,
+                               "transformer-engine", "transformer-engine-float16"))
 _FSDP_CLASSES = frozenset((
     "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
@@ -1066,6 +1083,8 @@ class Solver:
                     parts[index].update(item | anywhere if item else elements)
             else:
                 for part in parts:
+                    if isinstance(value, Output):
+                        part.add(value)  # `logits, loss = model(x)`
                     part.add(UNKNOWN)
         for pattern, part in zip(patterns, parts):
             if pattern[0] == "star":
@@ -1345,7 +1364,10 @@ class Solver:
 
     def _e_unary(self, expr, frame) -> frozenset:
         op = expr[1]
-        return _fold([self.ev(expr[2], frame)], lambda values: _unary(op, values[0]))
+        values = self.ev(expr[2], frame)
+        outputs = frozenset(v for v in values if isinstance(v, Output))  # `-log_likelihood`
+        found = _fold([values], lambda values: _unary(op, values[0]))
+        return found | outputs | JUST_UNKNOWN if outputs else found
 
     # -- decided branches ------------------------------------------------------------------------------
     def _decide(self, test, node, frame: _Frame) -> bool | None:
@@ -1499,6 +1521,38 @@ class Solver:
         if unknown:
             return JUST_UNKNOWN
         return frozenset(const(text) for text in texts)
+
+    def _e_arith(self, expr, frame) -> frozenset:
+        """`a + b`, `-a`: unknown, carrying the wrapped model's outputs among the operands."""
+        found = set()
+        for inner in expr[1]:
+            found.update(self._outputs_in(inner, frame))
+        return frozenset(found) | JUST_UNKNOWN
+
+    def _outputs_in(self, expr, frame) -> set:
+        """The wrapped model's outputs an operand holds. Names, attributes and items of them are read
+        without asking for what else they are (each read is a dependency that can make the solver run a
+        scope again: arithmetic is everywhere, outputs rarely); calls and the rest are evaluated as before."""
+        kind = expr[0]
+        if kind == "const":
+            return set()
+        if kind == "name":
+            return {v for v in self._lookup(expr[1], frame) if isinstance(v, Output)}
+        if kind == "attr":
+            base = self._outputs_in(expr[1], frame)
+            return base if expr[2] not in _OUTPUT_DETACHING else set()
+        if kind == "sub":
+            if expr[2][0] not in ("const", "name"):
+                self.ev(expr[2], frame)  # an index with calls in it
+            return self._outputs_in(expr[1], frame)
+        if kind == "unary":
+            return self._outputs_in(expr[2], frame)
+        if kind == "arith":
+            found = set()
+            for inner in expr[1]:
+                found.update(self._outputs_in(inner, frame))
+            return found
+        return {v for v in self.ev(expr, frame) if isinstance(v, Output)}
 
     def _e_unknown(self, expr, frame) -> frozenset:
         for inner in expr[1]:
@@ -1662,6 +1716,12 @@ class Solver:
             return frozenset({Special("container_method", obj, name)})
         if isinstance(obj, Super):
             return self._super_attribute(obj, name)
+        if isinstance(obj, Output):
+            if name == "backward":
+                return frozenset({Special("output_backward", obj), UNKNOWN})
+            if name in _OUTPUT_DETACHING:
+                return JUST_UNKNOWN
+            return frozenset({obj, UNKNOWN})  # `out.logits`, `out.sum` (called: see call_value)
         return JUST_UNKNOWN
 
     def _bind_class_value(self, value, owner_cls, receiver) -> Iterable:
@@ -1779,7 +1839,8 @@ class Solver:
                 return frozenset(found)
             if found and owner is None:
                 return frozenset(found)
-        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders", "call"):
+        if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders",
+                    "no_backward_sync", "call"):
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -1803,6 +1864,8 @@ class Solver:
             elif obj == _NONE_CONST:
                 continue  # `None[k]` raises: nothing flows from it (every function may return None, see `_NONE`)
             else:
+                if isinstance(obj, Output):
+                    found.add(obj)  # `out[0]`, `out["loss"]`
                 found.add(UNKNOWN)
         return frozenset(found)
 
@@ -1851,6 +1914,8 @@ class Solver:
             elif isinstance(value, Special) and value.kind in ("items", "enumerate", "zip"):
                 found.add(self._pairs(value))
             else:
+                if isinstance(value, Output):
+                    found.add(value)
                 found.add(UNKNOWN)
         return frozenset(found)
 
@@ -1898,6 +1963,10 @@ class Solver:
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
+        if isinstance(callee, Wrapped):
+            return frozenset({Output(callee), UNKNOWN})  # `wrapped(x)`: _FabricModule.forward
+        if isinstance(callee, Output):
+            return frozenset({callee, UNKNOWN})  # `out.sum()`, `out.float()`
         if isinstance(callee, Partial):
             if call.depth >= MAX_PARTIAL_DEPTH:  # partial(partial(...)) or a partial of itself
                 return JUST_UNKNOWN
@@ -1921,7 +1990,21 @@ class Solver:
                         result = result | self._call_function(
                             value.scope, [(False, frozenset({callee}))] + call.args, call.kwargs, call.node, call.frame)
                 return result
+        if isinstance(callee, Instance) and isinstance(callee.cls, Lib):
+            return self._derived_output(call)  # `criterion(out, y)` with `criterion = nn.CrossEntropyLoss()`
         return JUST_UNKNOWN
+
+    def _derived_output(self, call: "_Call") -> frozenset:
+        """What a library call computes from tensors: it carries the wrapped model's outputs among its
+        arguments (also inside a list or tuple display: `torch.stack([a, b])`), else nothing known."""
+        found = set()
+        for values in [v for _, v in call.args] + [v for _, v in call.kwargs]:
+            for value in values:
+                if isinstance(value, Output):
+                    found.add(value)
+                elif isinstance(value, Container):
+                    found.update(v for v in self.read(("elements", value.site)) if isinstance(v, Output))
+        return frozenset(found) | JUST_UNKNOWN
 
     def _tagged(self, values: frozenset, call: "_Call") -> frozenset:
         """Instances a call returns while a meta-device context is active were made on the meta device."""
@@ -2231,6 +2314,8 @@ class Solver:
             return self._library_results(library_models.result_classes(name, self._library_arguments(call)), call)
         if name.startswith("builtins."):
             return self._builtin_call(short, call)
+        if name.startswith("torch.") and short not in _NO_GRAD_FUNCTIONS:
+            return self._derived_output(call)  # `F.cross_entropy(out, y)`, `torch.stack([...])`
         return JUST_UNKNOWN
 
     def _fields_as_dict(self, objects: frozenset, call: "_Call") -> frozenset:
@@ -2442,7 +2527,46 @@ class Solver:
             return self._library_results(classes, call)
         if kind == "container_method":
             return self._container_call(special.receiver, special.extra, call)
+        if kind == "wrapped_forward":
+            return frozenset({Output(special.receiver), UNKNOWN})
+        if kind == "output_backward":
+            self._event("backward", call, output=special.receiver, fabrics=self._fabric_names(call.frame))
+            return frozenset({const(None)})
         return JUST_UNKNOWN
+
+    @staticmethod
+    def _local_argument(call: "_Call", keyword: str) -> bool:
+        """Is the first argument (or `keyword=`) a name whose value here follows the statements in order: a
+        local variable or parameter of a function, or a name at module level (not an attribute, whose
+        values are read without order, nor a global read from inside a function)?"""
+        node = call.node
+        if not isinstance(node, ast.Call):
+            return False
+        argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == keyword), None)
+        if not isinstance(argument, ast.Name):
+            return False
+        scope = call.frame.scope
+        if scope.kind == ir.MODULE:
+            return True
+        return argument.id in scope.assigned and argument.id not in scope.declared_global \
+            and argument.id not in scope.declared_nonlocal
+
+    def _fabric_names(self, frame: _Frame) -> tuple:
+        """The expressions naming a Fabric object where `loss.backward()` is called, for the fix
+        `fabric.backward(loss)`: ((text, values), ...), a local or global name or `self.<attribute>`
+        whose values are all Fabric objects."""
+        found = []
+        names = sorted(set(frame.env) | {"fabric"})
+        for name in names:
+            values = self._lookup(name, frame) if name in frame.env or name == "fabric" else NOTHING
+            if values and all(isinstance(v, FabricValue) for v in values):
+                found.append((name, values))
+        if frame.self_values:
+            for attribute in ("fabric", "_fabric"):
+                values = self.attribute(frame.self_values, attribute, None, frame)
+                if values and all(isinstance(v, FabricValue) for v in values):
+                    found.append((f"self.{attribute}", values))
+        return tuple(found)
 
     def _fabric_call(self, fabric: FabricValue, method: str, call: "_Call") -> frozenset:
         frame = call.frame
@@ -2460,6 +2584,9 @@ class Solver:
             # A model already set up is refused ("A model should be passed only once to the setup
             # method"): a wrapper that reaches here (`agent.actor = fabric.setup_module(agent.actor)`
             # read without order) is no path of a program that runs.
+            if any(isinstance(value, Wrapped) for value in modules):
+                self._event("setup_again", call, values=modules, fabric=fabric, method=method,
+                            local=self._local_argument(call, "module"))
             modules = frozenset(value for value in modules if not isinstance(value, Wrapped))
             self.write(("setup_module", site), modules)
             self.write(("setup_fabric", site), frozenset({fabric}))
@@ -2482,6 +2609,20 @@ class Solver:
                 self.write(("element", site, const(index) if not open_ else ANY_KEY), JUST_UNKNOWN)
             self.write(("elements", site), frozenset({wrapped, UNKNOWN}))
             return frozenset({Container(site, frame.scope.path)})
+        if method == "setup_dataloaders":
+            node = call.node
+            nodes = node.args if isinstance(node, ast.Call) else []
+            for (starred, values), argument in zip(call.args, nodes):
+                if not starred:
+                    self._event("setup_dataloaders", call, values=values, argument=argument, fabric=fabric)
+            return JUST_UNKNOWN
+        if method == "no_backward_sync":
+            values = call.positional(0) | call.keyword("module")
+            self._event("no_backward_sync", call, values=values, fabric=fabric)
+            return JUST_UNKNOWN
+        if method == "setup_optimizers":
+            self._event("setup_optimizers", call, fabric=fabric)
+            return JUST_UNKNOWN
         if method == "init_module":
             key = ("init_kw", _site_key(call.node, frame.variant))
             self.write(key, call.keyword("empty_init") or frozenset({const(None)}))
@@ -2638,7 +2779,9 @@ class Solver:
             self._strategies[(id(fabric.site), fabric.variant)] = cached
         return cached
 
-    def _strategy_from(self, node: ast.AST, path: str, variant=None) -> Strategy:
+    def _constructor_keywords(self, node: ast.AST, path: str, variant=None) -> tuple[dict, dict] | None:
+        """(keyword -> values, keyword -> its source text) of a Fabric constructor call (after the
+        solve); None for `Fabric(**config)` whose keys cannot all be seen."""
         keywords: dict[str, frozenset] = {}
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -2651,7 +2794,7 @@ class Solver:
             key = _site_key(node, variant)
             spread = self.peek(("fabric_spread", key))
             if self.peek(("fabric_kw", key, "**")) or not spread:
-                return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+                return None
             for name in self.ordered(spread):
                 if isinstance(name.value, str):
                     keywords[name.value] = keywords.get(name.value, NOTHING) | self.peek(("fabric_kw", key, name.value))
@@ -2660,6 +2803,93 @@ class Solver:
             for keyword in node.keywords:
                 if keyword.arg:
                     texts[keyword.arg] = self.program.segment(path, keyword.value)
+        return keywords, texts
+
+    def backward_hook(self, fabric: FabricValue) -> tuple[bool | None, str]:
+        """Does `_FabricModule.forward` register a backward hook that raises on `loss.backward()` under
+        this Fabric (its strategy or precision plugin overrides backward: mixed precision, FSDP,
+        DeepSpeed)? True / False / None (not visible), and the setting that decides, for a message."""
+        if fabric.site is None:
+            return None, fabric.origin or "a Fabric passed in"
+        inits = [(v.extra, v.receiver) for v in self.ordered(self.peek(("fabric_init", _site_key(fabric.site, fabric.variant))))] \
+            or [(fabric.site, fabric.variant)]
+        verdicts = [self._backward_hook_from(node, fabric.path, variant) for node, variant in inits]
+        kinds = {verdict for verdict, _ in verdicts}
+        if len(kinds) == 1:
+            return verdicts[0]
+        return None, " or ".join(text for _, text in verdicts)
+
+    def _backward_hook_from(self, node: ast.AST, path: str, variant=None) -> tuple[bool | None, str]:
+        found = self._constructor_keywords(node, path, variant)
+        if found is None:
+            return None, "a configuration passed as **kwargs"
+        keywords, texts = found
+        strategies = keywords.get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN
+        verdicts = set()
+        for value in strategies:
+            named = value.value if isinstance(value, Const) and value.kind == "str" else (
+                value.name if isinstance(value, StrategyObject) else None)
+            if named is None:
+                verdicts.add(None)
+                continue
+            lowered = named.lower()
+            if lowered.startswith(("fsdp", "deepspeed")):
+                verdicts.add(True)  # FSDPPrecision / DeepSpeedPrecision override backward, whatever the precision
+            elif lowered.startswith("xla"):
+                verdicts.add(False)  # XLAPrecision does not
+            else:
+                verdicts.add("precision")
+        strategy_text = f"strategy={texts['strategy']}" if "strategy" in texts else "strategy"
+        if verdicts == {True}:
+            return True, strategy_text
+        if verdicts == {False}:
+            return False, strategy_text
+        if None in verdicts or True in verdicts or False in verdicts:
+            return None, f"a strategy chosen at run time ({strategy_text})"
+        if "plugins" in keywords:
+            return None, f"plugins={texts.get('plugins', '...')}"  # a precision plugin may be among them
+        precisions = keywords.get("precision")
+        if precisions is None:
+            return False, "the default precision (\"32-true\")"
+        literal = [v.value for v in precisions if isinstance(v, Const)] if len(precisions) == 1 else []
+        shown = texts.get("precision") or (json.dumps(literal[0]) if literal else "...")  # from a **config dict
+        precision_text = f"precision={shown}"
+        answers = set()
+        for value in precisions:
+            raw = value.value if isinstance(value, Const) and value.kind in ("str", "int") else object()
+            answers.add(True if raw in _HOOKING_PRECISIONS else False if raw in _PLAIN_PRECISIONS else None)
+        if answers == {True}:
+            return True, precision_text
+        if answers == {False}:
+            return False, precision_text
+        return None, f"a precision chosen at run time ({precision_text})"
+
+    def strategy_names(self, fabric: FabricValue) -> frozenset | None:
+        """The strategy names a Fabric is given (`"deepspeed_stage_2"`, `"DeepSpeedStrategy"`; `"auto"`
+        when none), after the solve; None when one of them cannot be read."""
+        if fabric.site is None:
+            return None
+        inits = [(v.extra, v.receiver) for v in self.ordered(self.peek(("fabric_init", _site_key(fabric.site, fabric.variant))))] \
+            or [(fabric.site, fabric.variant)]
+        names = set()
+        for node, variant in inits:
+            found = self._constructor_keywords(node, fabric.path, variant)
+            if found is None:
+                return None
+            for value in found[0].get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN:
+                if isinstance(value, Const) and value.kind == "str":
+                    names.add(value.value)
+                elif isinstance(value, StrategyObject):
+                    names.add(value.name)
+                else:
+                    return None
+        return frozenset(names)
+
+    def _strategy_from(self, node: ast.AST, path: str, variant=None) -> Strategy:
+        found = self._constructor_keywords(node, path, variant)
+        if found is None:
+            return Strategy(UNKNOWN_STRATEGY, "a configuration passed as **kwargs", None)
+        keywords, texts = found
         strategy_values = keywords.get("strategy", frozenset({const("auto")})) or JUST_UNKNOWN
         alternatives: list[Strategy] = []
         for value in sorted(strategy_values, key=_sort_key):
@@ -2846,7 +3076,8 @@ def library_defines(qualified: str, name: str) -> bool:
     return name.startswith("__") or qualified.startswith("builtins.")
 
 
-_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build"))
+_EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward", "setup_again",
+                             "setup_dataloaders", "no_backward_sync", "setup_optimizers"))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
@@ -3352,6 +3583,8 @@ def _describe(value) -> str:
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
     if isinstance(value, WrappedMethod):
         return f"{_describe(value.wrapped)}.{value.name}"
+    if isinstance(value, Output):
+        return f"output:{_describe(value.wrapped)}"
     if isinstance(value, Tuple):
         return "(" + ",".join("|".join(sorted(_describe(v) for v in element)) for element in value.elements) + ")"
     if isinstance(value, Super):
@@ -3417,4 +3650,5 @@ _EXPRESSIONS = {
     "fstr": Solver._e_fstr,
     "annotated": Solver._e_annotated,
     "comp": Solver._e_comp,
+    "arith": Solver._e_arith,
 }

@@ -29,6 +29,7 @@ Expression forms                                  Statement forms
   ("fstr", parts)  an f-string: parts are exprs
   ("annotated", expr, annotation, annotation node, target text)  `x: T = expr`
   ("unknown", subexpressions)
+  ("arith", operands): `a + b`
 Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), ("tuple", patterns),
 ("star", pattern).
 """
@@ -442,6 +443,8 @@ class _Builder:
             return ("unknown", (self.expr(node.value, scope),) if node.value is not None else ())
         if kind is ast.Starred:
             return self.expr(node.value, scope)
+        if kind is ast.BinOp:
+            return ("arith", (self.expr(node.left, scope), self.expr(node.right, scope)))
         effects = self.effects(node, scope)
         return ("unknown", effects) if effects else UNKNOWN_EXPR
 

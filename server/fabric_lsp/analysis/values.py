@@ -133,6 +133,16 @@ class Wrapped(NamedTuple):
     t: str = "wrapped"
 
 
+class Output(NamedTuple):
+    """What calling a Fabric-wrapped model returned (`wrapped(x)`, `wrapped.forward(x)`), or a value
+    computed from it (`out.logits`, `out[0]`, `out.sum()`, `out * 2`, `F.cross_entropy(out, y)`): the
+    tensors `_FabricModule.forward` registered its backward hook on flow into it. It always travels
+    with UNKNOWN (what the value is otherwise is not known), so no other question becomes known by it."""
+
+    wrapped: Wrapped
+    t: str = "output"
+
+
 class WrappedMethod(NamedTuple):
     """`wrapped.name`: on a wrapped module, a method of the original module handed out by the wrapper."""
 

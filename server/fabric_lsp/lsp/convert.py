@@ -155,8 +155,14 @@ def noqa_payload(finding: Finding, texts: TextSource, encoding: str) -> dict[str
     return {"title": f"Disable {finding.code} for this line", "edit": _edit_json(edit, texts, encoding)}
 
 
+def diagnostic_message(finding: Finding) -> str:
+    """The headline on the first line (what an editor shows inline or in its problem list), each
+    reason on a line of its own below it (shown on hover): the JSON output's message."""
+    return finding.full_message
+
+
 def _folded_message(finding: Finding, texts: TextSource) -> str:
-    lines = [finding.message]
+    lines = [diagnostic_message(finding)]
     for related in finding.related:
         where = texts.label(related.span.path)
         start = related.span.start
@@ -185,8 +191,8 @@ def to_diagnostic(
                 range=related_index.range_to_lsp(related.span.start, related.span.end, encoding),
             )
             related_information.append(types.DiagnosticRelatedInformation(location=location, message=related.message))
-    message = finding.message if features.related_information else _folded_message(finding, texts)
-    url = record_url(finding.record_id)
+    message = diagnostic_message(finding) if features.related_information else _folded_message(finding, texts)
+    url = record_url(finding.code)
     data = {
         "source": SOURCE,
         "schema": DATA_SCHEMA,
@@ -202,7 +208,8 @@ def to_diagnostic(
         message=message,
         severity=SEVERITIES[finding.severity],
         code=finding.code,
-        code_description=types.CodeDescription(href=url) if url and features.code_description else None,
+        # Sent to every client (one that does not show it ignores it): the rule page's link.
+        code_description=types.CodeDescription(href=url) if url else None,
         source=SOURCE,
         related_information=related_information or None,
         data=data,

@@ -35,14 +35,15 @@ def noqa_code_at(line: str, character: int) -> tuple[str, int, int] | None:
 
 
 def render(
-    records: RecordSet, record_id: str | None, code: str, context: dict[str, str] | None, markdown: bool
+    records: RecordSet, record_id: str | None, code: str, context: dict[str, str] | None, markdown: bool,
+    docs_url: str | None = None,
 ) -> str | None:
     record = records.by_id(record_id) if record_id else None
     record = record or records.by_code(code)
     if record is None:
         return None
     renderer = render_markdown if markdown else render_text
-    return renderer(record, context=context, code=code)
+    return renderer(record, context=context, code=code, docs_url=docs_url)  # ends with the rule page's link
 
 
 def hover(
@@ -53,6 +54,7 @@ def hover(
     encoding: str,
     records: RecordSet,
     markdown: bool,
+    docs_url: str | None = None,
 ) -> types.Hover | None:
     at = index.from_lsp(position, encoding)
     separator = SEPARATOR_MARKDOWN if markdown else SEPARATOR_TEXT
@@ -61,7 +63,7 @@ def hover(
     if hits:
         parts = []
         for finding in hits:
-            text = render(records, finding.record_id, finding.code, dict(finding.context), markdown)
+            text = render(records, finding.record_id, finding.code, dict(finding.context), markdown, docs_url)
             if text and text not in parts:
                 parts.append(text)
         if parts:
@@ -75,7 +77,7 @@ def hover(
         code, start, end = found
         if rule_by_code(code) is None:
             return None
-        text = render(records, None, code, None, markdown)
+        text = render(records, None, code, None, markdown, docs_url)
         if text:
             return types.Hover(
                 contents=types.MarkupContent(kind=kind, value=text),

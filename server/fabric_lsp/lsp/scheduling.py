@@ -170,13 +170,11 @@ class AnalysisScheduler:
             # The analysis machinery loads on the first analysis, not at `initialize` (issue 29).
             from fabric_lsp.confinement import FixBounds, confine
             from fabric_lsp.engine import check_document, workspace_for
-            from fabric_lsp.records import default_records
+            from fabric_lsp.records.pages import page_url
             from fabric_lsp.walk import exclude_matcher
 
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
-            # The shipped records, as `check` uses: findings never wait on extension records.
-            records = default_records()
             if not enabled:
                 pass
             elif config.exclude and exclude_matcher(config.exclude, config.root).excluded(snapshot.path, False):
@@ -204,9 +202,8 @@ class AnalysisScheduler:
                 found, _ = confine(found, bounds)
                 findings = tuple(f for f in found if f.span.path == snapshot.path)
 
-            def url_of(record_id: str) -> str | None:
-                record = records.by_id(record_id)
-                return record.github_url if record else None
+            def url_of(code: str) -> str | None:  # the rule page: the team's docs-url or the installed copy
+                return page_url(code, config.docs_url)
 
             findings, diagnostics, cells = self._diagnostics(snapshot, findings, open_uris, url_of)
         except Exception:  # one file's crash must not stop the server: report nothing for it

@@ -22,6 +22,7 @@ PLACEHOLDER_KEYS: dict[str, str] = {
     "type(self).__name__": "class",  # FAB002 under torch FSDP (nn.Module.__getattr__'s AttributeError)
     "', '.join(uninitialized_modules)": "class",  # FAB002 under ModelParallel (the warning's module list)
     "type(method).__name__": "argument_type",  # FAB003
+    "type(self._strategy).__name__": "strategy",  # FAB007 (setup_optimizers under DeepSpeed/XLA)
 }
 
 # Known without an occurrence: under a wrapping strategy `wrapped.m` is always a plain function.

@@ -13,15 +13,16 @@ from collections.abc import Mapping
 
 from fabric_lsp.records.loader import Record, RecordPath
 from fabric_lsp.records.messages import fill_message
+from fabric_lsp.records.pages import page_lines
 from fabric_lsp.records.rules_table import rule_by_code, rule_for_record
 
 _TEXT_WIDTH = 88
 
 
 def rule_page(record: Record, code: str | None = None) -> str | None:
-    """The rule's documentation page in the repository (`docs/rules/FAB001.md`), for a rule's record."""
+    """The rule's code, for a rule's record (its page: records/pages.py)."""
     rule = rule_by_code(code) if code else rule_for_record(record.id)
-    return f"docs/rules/{rule.code}.md" if rule else None
+    return rule.code if rule else None
 
 
 def title(record: Record, code: str | None = None) -> str:
@@ -109,7 +110,7 @@ def _path_source(path: RecordPath) -> str:
 
 
 def render_markdown(record: Record, context: Mapping[str, str] | None = None, code: str | None = None,
-                    note: str | None = None) -> str:
+                    note: str | None = None, docs_url: str | None = None) -> str:
     """The record as Markdown; `note` (why `explain` chose it) goes before the rule page, which ends it."""
     parts = [f"### {title(record, code)}", _code_block(runtime_message(record, context), "text")]
     path = record.path_for(context)
@@ -142,8 +143,9 @@ def render_markdown(record: Record, context: Mapping[str, str] | None = None, co
     if note:
         parts.append(note)
     page = rule_page(record, code)
-    if page:
-        parts.append(f"Rule page: `{page}`")
+    if page:  # links: the team's page (docs-url) and the installed copy
+        parts.append("  \n".join(f"{label}: [{page}]({url})" for label, _, url in
+                                 (line.partition(": ") for line in page_lines(page, docs_url))))
     return "\n\n".join(parts) + "\n"
 
 
@@ -164,7 +166,7 @@ def _text_bullets(items: list[str]) -> str:
 
 
 def render_text(record: Record, context: Mapping[str, str] | None = None, code: str | None = None,
-                note: str | None = None) -> str:
+                note: str | None = None, docs_url: str | None = None) -> str:
     """The record as plain text; `note` (why `explain` chose it) goes before the rule page, which ends it."""
     heading = title(record, code)
     parts = [f"{heading}\n{'=' * len(heading)}", runtime_message(record, context)]
@@ -199,6 +201,6 @@ def render_text(record: Record, context: Mapping[str, str] | None = None, code: 
     if note:
         parts.append(_paragraph(note))
     page = rule_page(record, code)
-    if page:
-        parts.append(f"Rule page: {page}")
+    if page and page_lines(page, docs_url):
+        parts.append("\n".join(page_lines(page, docs_url)))
     return "\n\n".join(parts) + "\n"

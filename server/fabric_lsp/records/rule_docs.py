@@ -203,6 +203,97 @@ PROSE: dict[str, RuleProse] = {
         ),
         fix_availability="Fix is sometimes available.",
     ),
+    "FAB006": RuleProse(
+        what=(
+            "Finds `loss.backward()` where `loss` is computed from the output of a model returned by "
+            "`fabric.setup(...)` or `fabric.setup_module(...)`: `model(x)` or `model.forward(x)` itself, an "
+            "attribute, item or method of it (`out.logits`, `out[0]`, `out.sum()`), arithmetic on it, a torch "
+            "function or loss module applied to it (`F.cross_entropy(model(x), y)`, `nn.MSELoss()(...)`), and "
+            "what project helpers compute and return from it, in this file or another. It is reported when the "
+            "Fabric that set the model up uses mixed precision (`precision=\"16-mixed\"`, `\"bf16-mixed\"` and "
+            "their aliases `16`, `\"16\"`, `\"bf16\"`), an FSDP strategy or a DeepSpeed strategy."
+        ),
+        why=(
+            "`_FabricModule.forward` registers a hook on every output tensor that requires a gradient. Under a "
+            "strategy or precision plugin that overrides `backward` (mixed precision scales the loss, FSDP and "
+            "DeepSpeed run their own backward), the hook raises as soon as `loss.backward()` reaches the output "
+            "outside `fabric.backward()`, at the first training step. Verified under Lightning 2.6.6 on CPU "
+            "with `precision=\"bf16-mixed\"` (and `\"16-mixed\"`, which Lightning turns into bf16 on CPU); FSDP "
+            "and DeepSpeed were checked by asking Lightning's own `is_overridden(\"backward\", ...)` test that "
+            "`_register_backward_hook` uses on their precision plugins (tests/test_fab006_backward.py), since "
+            "their backward cannot run on this machine's CPU:"
+        ),
+        not_reported=(
+            "`fabric.backward(loss)`; a loss computed from the unwrapped module (`model.module(x)`, "
+            "`fabric.unwrap`) or detached (`.detach()`, `.item()`); a loss the analysis cannot trace to the "
+            "wrapped model (the output of a function it does not follow, such as a loss function passed in); "
+            "the default precision `\"32-true\"`, `\"bf16-true\"`, `\"16-true\"`, `\"64-true\"`, "
+            "transformer-engine and XLA (their plugins keep the base backward: `loss.backward()` runs). No hint "
+            "is given for those: `fabric run --precision bf16-mixed` would make the call raise, but a script that "
+            "states no precision says nothing about the one it will get."
+        ),
+        fix=(
+            "Replaces the call with `fabric.backward(loss)` (keeping its arguments: `retain_graph=True` passes "
+            "through), naming the Fabric as the code in that function does (`fabric`, `self.fabric`, a "
+            "parameter). Under DeepSpeed the model the loss comes from is named too (`model=model`). No fix is "
+            "offered where no name in that function holds that Fabric."
+        ),
+        fix_safety=(
+            "Safe: `fabric.backward` runs the same backward with what the strategy and precision add (loss "
+            "scaling, the engine's backward). Under DeepSpeed, when the loss may come from several set-up "
+            "models, the fix leaves `model=` out and is unsafe."
+        ),
+        severity=(
+            ("error", "the code states mixed precision, an FSDP strategy or a DeepSpeed strategy for the Fabric "
+                      "that set the model up"),
+            ("warning", "the precision or the strategy is not visible in the code (from argparse, a config file, "
+                        "a Fabric passed in) or some of the Fabric objects that reach the call do not hook"),
+        ),
+        fix_availability="Fix is sometimes available.",
+    ),
+    "FAB007": RuleProse(
+        what=(
+            "Finds calls of Fabric's setup API that Lightning's own validation refuses before anything runs: "
+            "`fabric.setup(model)` or `fabric.setup_module(model)` where `model` already is the wrapper an earlier "
+            "setup returned (also through a helper that receives it); `fabric.no_backward_sync(model)` where "
+            "`model` was never set up (the original module, `model.module`, a model whose `setup_module` result "
+            "was thrown away); `fabric.setup_dataloaders(x)` where `x` is a list, tuple or dict display or an "
+            "instance of a project Dataset class; `fabric.setup_optimizers(...)` under a DeepSpeed or XLA strategy "
+            "stated in the code."
+        ),
+        why=(
+            "`_validate_setup`, `_validate_setup_module`, `_validate_setup_dataloaders`, "
+            "`_validate_setup_optimizers` and `no_backward_sync` check their arguments on every strategy, a single "
+            "device included, so the script stops at that line. Verified under Lightning 2.6.6 on CPU for the "
+            "model set up twice, `no_backward_sync` and `setup_dataloaders` (fixtures/cases/fab007_*); the "
+            "DeepSpeed case by calling Lightning's `Fabric._validate_setup_optimizers` on a Fabric whose strategy "
+            "is a `DeepSpeedStrategy` object (tests/test_fab007_setup.py), since DeepSpeed cannot run here:"
+        ),
+        not_reported=(
+            "A setup whose argument may or may not be a wrapper (a helper guarded by `is_wrapped`, a name that "
+            "holds the wrapper on some paths only, an attribute such as `self.model`, whose values the analysis "
+            "reads without their order), a fresh model set up in each iteration of a loop, DataLoader subclasses "
+            "and loaders the analysis cannot see, a strategy chosen at run time. Not covered yet: an optimizer "
+            "or a DataLoader set up twice, and FSDP's refusal of an optimizer that references meta-device "
+            "parameters."
+        ),
+        fix=(
+            "Removes the second `model = fabric.setup(model)`; assigns a thrown-away `fabric.setup_module(model)` "
+            "(`model = fabric.setup_module(model)`) before `no_backward_sync`; passes a list of DataLoaders as "
+            "separate arguments; wraps a Dataset in `torch.utils.data.DataLoader(...)`."
+        ),
+        fix_safety=(
+            "Removing the second setup is safe (the wrapper from the first one is kept). Assigning the setup's "
+            "result is unsafe (all later code then runs through the strategy: what was meant, but read it); so is "
+            "spreading a list (one loader then comes back alone, not in a list) and wrapping a Dataset (the "
+            "loader's batch size is 1 until you set yours). The DeepSpeed case has no automatic fix."
+        ),
+        severity=(
+            ("error", "every value the analysis sees at the call makes Lightning refuse it (every strategy; for "
+                      "`setup_optimizers`, a DeepSpeed or XLA strategy written in the code)"),
+        ),
+        fix_availability="Fix is sometimes available.",
+    ),
 }
 
 _INTRODUCTION = ("<!-- Generated by `fabric-lsp rules --format markdown {code}` "
@@ -271,7 +362,7 @@ def render_rule_page(code: str, records: RecordSet | None = None) -> str:
     text, findings, fixed = _checked_example(rule)
     context = dict(findings[0].context) if findings else None
     reported = "\n".join(
-        f"- line {f.span.start.line + 1}, {f.severity.value}: {_sentence(f.message)}"
+        f"- line {f.span.start.line + 1}, {f.severity.value}: {_sentence(f.one_line_message)}"
         + (f" Fix ({f.fix.applicability.value}): {_sentence(f.fix.title)}" if f.fix else "")
         for f in findings
     )

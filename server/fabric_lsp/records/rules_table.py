@@ -13,8 +13,8 @@ class Rule:
     summary: str  # one line, for `fabric-lsp rules` and rule docstrings
 
 
-# FAB003's and FAB004's records are the project's own (records/data/ce209f7f268e625f.json and
-# 5cc4a68dd37501f7.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
+# FAB003's, FAB004's and FAB006's records are the project's own (records/data/ce209f7f268e625f.json,
+# 5cc4a68dd37501f7.json and 1530a0a419e77f8e.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
 # of that record's fields. Other runtime paths to a record's root cause (FAB002 under torch FSDP and
 # ModelParallel, FAB004's ValueError for "forward") are in records/paths.json.
 RULES: tuple[Rule, ...] = (
@@ -45,6 +45,21 @@ RULES: tuple[Rule, ...] = (
         "5cc4a68dd37501f7",
         'mark_forward_method("x") where x is not a method of the model\'s class (a typo, an attribute, a '
         'property, a staticmethod) raises AttributeError on every strategy; "forward" raises ValueError.',
+    ),
+    Rule(
+        "FAB006",
+        "loss-backward-on-wrapped-output",
+        "1530a0a419e77f8e",
+        "loss.backward() on a loss computed from a Fabric-wrapped model's output raises RuntimeError under mixed "
+        "precision, FSDP or DeepSpeed (Lightning's backward hook); call fabric.backward(loss).",
+    ),
+    Rule(
+        "FAB007",
+        "setup-misuse",
+        "aa5948b33c548d53",
+        "Fabric's setup API refused before anything runs: a model set up twice (ValueError), no_backward_sync on "
+        "a model never set up, setup_dataloaders with a list or Dataset (TypeError), setup_optimizers under "
+        "DeepSpeed/XLA (RuntimeError).",
     ),
 )
 

@@ -6,10 +6,12 @@ findings by counts per code (report/statistics.py)."""
 
 from __future__ import annotations
 
-FORMATS = ("text", "json", "json-lines", "sarif", "github", "gitlab", "junit", "rdjson")
-# Accepted for --output-format as another name of a format (ruff's name of its one-line-per-finding text).
-FORMAT_ALIASES = {"concise": "text"}
-STATISTICS_FORMATS = ("text", "json")
+# "text" is ruff's `full` (headline, code frame, notes); "concise" one line per finding.
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "rdjson")
+# Accepted for --output-format as another name of a format (ruff's name of its default text).
+FORMAT_ALIASES = {"full": "text"}
+TEXT_FORMATS = ("text", "concise")
+STATISTICS_FORMATS = ("text", "concise", "json")
 
 # Each format's module loads when it is used (PEP 562 below): the language server imports
 # report.escape at start and must not pay for the formats (issue 29).
@@ -27,11 +29,13 @@ _WHERE = {
     "render_sarif": "sarif",
     "render_statistics": "statistics",
     "render_text": "text",
+    "render_concise": "text",
     "summary_line": "text",
 }
 
 _RENDERERS = {
     "text": "render_text",
+    "concise": "render_concise",
     "json": "render_json",
     "json-lines": "render_json_lines",
     "rdjson": "render_rdjson",
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from fabric_lsp.report.rdjson import render_rdjson
     from fabric_lsp.report.sarif import render_sarif
     from fabric_lsp.report.statistics import render_statistics
-    from fabric_lsp.report.text import render_text, summary_line
+    from fabric_lsp.report.text import render_concise, render_text, summary_line
 
 
 def __getattr__(name: str):
@@ -72,6 +76,7 @@ def render(format: str, findings, context: "ReportContext") -> str:
 __all__ = [
     "FORMATS",
     "FORMAT_ALIASES",
+    "TEXT_FORMATS",
     "ReportContext",
     "STATISTICS_FORMATS",
     "finding_to_json",
@@ -85,6 +90,7 @@ __all__ = [
     "render_rdjson",
     "render_sarif",
     "render_statistics",
+    "render_concise",
     "render_text",
     "sort_key",
     "summary_line",

@@ -37,7 +37,8 @@ class ReportContext:
     # The repository root: SARIF and GitLab paths are relative to it (None: the nearest folder
     # above `cwd` holding `.git`, else `cwd`).
     root: str | None = None
-    _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    docs_url: str | None = None  # the team's rule pages (`docs-url`): links point there (records/pages.py)
+    _lines: dict[str, list[str] | None] = field(default_factory=dict, repr=False)  # None: unreadable
 
     def repository_root(self) -> str:
         if self.root is None:
@@ -57,9 +58,20 @@ class ReportContext:
     def source_line(self, path: str, line: int) -> str:
         """The text of 0-based `line` of the file as analysed (a notebook: its joined code cells);
         '' when the file cannot be read any more."""
+        lines = self._source_lines(path)
+        return lines[line] if lines is not None and 0 <= line < len(lines) else ""
+
+    def readable(self, path: str) -> bool:
+        """Whether the file's text is known (read, or given by `remember_text`): a code frame needs it."""
+        return self._source_lines(path) is not None
+
+    def remember_text(self, path: str, text: str) -> None:
+        """The text checked for `path` when it is not the file on disk (standard input)."""
+        self._lines[os.path.abspath(path)] = _LINE_BREAK.split(text)
+
+    def _source_lines(self, path: str) -> list[str] | None:
         absolute = os.path.abspath(path)
-        lines = self._lines.get(absolute)
-        if lines is None:
+        if absolute not in self._lines:
             locator = self.notebooks.get(absolute)
             if locator is not None:
                 text = locator.joined.text
@@ -67,9 +79,9 @@ class ReportContext:
                 from fabric_lsp.walk import read_source
 
                 source, _ = read_source(absolute, MAX_SOURCE_BYTES)
-                text = source.text if source is not None else ""
-            lines = self._lines[absolute] = _LINE_BREAK.split(text)
-        return lines[line] if 0 <= line < len(lines) else ""
+                text = source.text if source is not None else None
+            self._lines[absolute] = _LINE_BREAK.split(text) if text is not None else None
+        return self._lines[absolute]
 
     def record_set(self):
         if self.records is None:
@@ -79,11 +91,11 @@ class ReportContext:
         return self.records
 
     def url(self, finding: Finding) -> str | None:
-        """The rule's documentation link: its knowledge-base record's githubUrl."""
-        records = self.record_set()
-        record = records.by_id(finding.record_id) if finding.record_id else None
-        record = record or records.by_code(finding.code)
-        return record.github_url if record is not None else None
+        """The rule's documentation page: the team's (`docs-url`) or the installed copy (file://). The
+        record's Lightning source stays its evidence (SARIF rule properties, `explain`)."""
+        from fabric_lsp.records.pages import page_url
+
+        return page_url(finding.code, self.docs_url)
 
     def display(self, path: str) -> str:
         return display_path(path, self.cwd)

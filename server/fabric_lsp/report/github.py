@@ -53,7 +53,7 @@ def format_finding(finding: Finding, context: ReportContext) -> str:
             ("title", finding.code),
         )
     )
-    return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(prefix + finding.message)}"
+    return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(prefix + finding.full_message)}"
 
 
 def render_github(findings: Sequence[Finding], context: ReportContext) -> str:

@@ -36,14 +36,14 @@ _SEVERITY = {
 def _issue(finding: Finding, path: str, line_text: str, occurrence: int, context: ReportContext) -> dict[str, Any]:
     begin = context.file_position(finding.span.path, finding.span.start).line + 1
     end = max(context.file_position(finding.span.path, finding.span.end).line + 1, begin)
-    description = f"{finding.code}: {finding.message}"
+    description = f"{finding.code}: {finding.full_message}"
     cell, inside = context.cell(finding.span.path, finding.span.start)
     if cell is not None:
         description += f" (cell {cell}, line {inside.line + 1})"
     return {
         "description": description,
         "check_name": finding.code,
-        "fingerprint": fingerprint(path, finding.code, stable_message(finding.message), line_text, occurrence),
+        "fingerprint": fingerprint(path, finding.code, stable_message(finding.full_message), line_text, occurrence),
         "severity": _SEVERITY[finding.severity],
         "location": {"path": path, "lines": {"begin": begin, "end": end}},
     }

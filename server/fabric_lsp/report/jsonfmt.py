@@ -53,7 +53,7 @@ def finding_to_json(finding: Finding, context: ReportContext) -> dict[str, Any]:
     _, noqa = context.cell(finding.span.path, Position(finding.noqa_line, 0))
     return {
         "code": finding.code,
-        "message": finding.message,
+        "message": finding.full_message,
         "severity": finding.severity.value,
         "filename": filename,
         "cell": where.get("cell"),

@@ -41,7 +41,7 @@ def _testcase(finding: Finding, context: ReportContext) -> list[str]:
     return [
         f"    <testcase name={_attr(f'{PACKAGE}.{finding.code}')} classname={_attr(classname)} "
         f"line={_attr(row)} column={_attr(col)}>",
-        f"      <failure message={_attr(finding.message)}>{_text(f'{where}, {finding.message}')}</failure>",
+        f"      <failure message={_attr(finding.one_line_message)}>{_text(f'{where}, {finding.one_line_message}')}</failure>",
         "    </testcase>",
     ]
 

@@ -43,7 +43,7 @@ def _location(path: str, start: Position, end: Position, context: ReportContext)
 def _diagnostic(finding: Finding, context: ReportContext) -> dict[str, Any]:
     path = finding.span.path
     diagnostic: dict[str, Any] = {
-        "message": finding.message,
+        "message": finding.full_message,
         "code": {"value": finding.code},
         "severity": _SEVERITY[finding.severity],
         "location": _location(path, finding.span.start, finding.span.end, context),

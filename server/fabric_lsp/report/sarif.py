@@ -7,7 +7,8 @@ locations and fixes), shaped for GitHub code scanning. Columns are Unicode code 
   URI in `originalUriBaseIds`: the report is right when CI runs `check` in a subdirectory. Files
   outside it are absolute file URIs.
 - Each rule has `help` (`text` and `markdown`: its knowledge-base record, as `explain` shows it) and
-  `helpUri` (the record's source link). The driver's `informationUri` is the project URL of the
+  `helpUri` (the rule page: the team's `docs-url`, else the installed copy; records/pages.py; Lightning's source
+  line, the record's evidence, is the rule's `properties.source`). The driver's `informationUri` is the project URL of the
   installed package's metadata (`[project.urls]`), else the repository the records come from.
 - Each result has `partialFingerprints.primaryLocationLineHash`: `<hash>:<n>`, the hash of the
   file's path from the root, the code and the stripped text of the flagged line, `n` its occurrence
@@ -70,6 +71,7 @@ def _physical(path: str, start: Position, end: Position, context: ReportContext)
 
 def _rules(context: ReportContext, syntax: bool, unread: bool = False) -> list[dict[str, Any]]:
     from fabric_lsp.records import RULES, render_markdown, render_text
+    from fabric_lsp.records.pages import page_url
     from fabric_lsp.report import io_error
     from fabric_lsp.report import syntax as invalid
 
@@ -83,10 +85,14 @@ def _rules(context: ReportContext, syntax: bool, unread: bool = False) -> list[d
             "properties": {"recordId": rule.record_id},
         }
         record = records.by_id(rule.record_id)
+        url = page_url(rule.code, context.docs_url)
+        if url is not None:
+            entry["helpUri"] = url  # the rule page (records/pages.py)
         if record is not None:
-            entry["helpUri"] = record.github_url
+            entry["properties"]["source"] = record.github_url  # Lightning's source: the record's evidence
             entry["fullDescription"] = {"text": record["documentation"]}
-            entry["help"] = {"text": render_text(record, code=rule.code), "markdown": render_markdown(record, code=rule.code)}
+            entry["help"] = {"text": render_text(record, code=rule.code, docs_url=context.docs_url),
+                             "markdown": render_markdown(record, code=rule.code, docs_url=context.docs_url)}
         rules.append(entry)
     for entry, present in ((invalid, syntax), (io_error, unread)):
         if present:
@@ -129,7 +135,7 @@ def _result(finding: Finding, rule_index: dict[str, int], context: ReportContext
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": finding.full_message},
         "locations": [{"physicalLocation": _physical(finding.span.path, finding.span.start, finding.span.end, context)}],
         "partialFingerprints": {"primaryLocationLineHash": f"{fingerprint(path, finding.code, line_text)[:16]}:{count}"},
         "properties": {"severity": finding.severity.value},

@@ -7,6 +7,8 @@ from fabric_lsp.rules import (
     fab002_missing_reset_parameters,
     fab003_mark_forward_method_bound,
     fab004_mark_forward_method_invalid_name,
+    fab006_loss_backward_on_wrapped_output,
+    fab007_setup_misuse,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -15,4 +17,6 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab002_missing_reset_parameters.RULE,
     fab003_mark_forward_method_bound.RULE,
     fab004_mark_forward_method_invalid_name.RULE,
+    fab006_loss_backward_on_wrapped_output.RULE,
+    fab007_setup_misuse.RULE,
 )

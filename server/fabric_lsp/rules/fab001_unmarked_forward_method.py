@@ -79,10 +79,13 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         phrase += _why_not_certain(facts, call, raising, safe)
     wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \
         else f" (wrapped at {where(facts, origin.path, origin.site)})"
-    message = (
-        f"`{qualified_method}` runs the model's submodules ({info.runs.reason}) but is called on the "
-        f"Fabric-wrapped `{receiver}`{wrapped_where} without "
-        f"`{target}.mark_forward_method(\"{call.method}\")`: RuntimeError {phrase}"
+    # Headline: what is wrong; notes: how the method runs submodules, the runtime error, what is missing.
+    message = f"`{qualified_method}` runs submodules but is called on the Fabric-wrapped `{receiver}`"
+    notes = (
+        f"`{call.method}` {info.runs.reason}",
+        f"RuntimeError {phrase}",
+        f"`{receiver}`{wrapped_where} is not marked with `{target}.mark_forward_method(\"{call.method}\")` "
+        "before this call",
     )
     related = []
     origins: list[Origin] = []
@@ -133,6 +136,7 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         alternatives=_alternatives(source, call, parents) if fix is not None and any(
             edit.path != call.path for edit in fix.edits) else (),
         context={"class": info.class_name or "Module", "method": call.method},
+        notes=notes,
     )
 
 

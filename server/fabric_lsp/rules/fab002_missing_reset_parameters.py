@@ -68,11 +68,13 @@ def check(facts: ProgramFacts) -> list[Finding]:
                 continue
             how = _how(model)
             fix = _fix(facts, model, offender)
+            headline, notes = _message(facts, model, offender, how)
             findings[key] = Finding(
                 code=CODE,
                 severity=severity,
                 span=span,
-                message=_message(facts, model, offender, how),
+                message=headline,
+                notes=notes,
                 record_id=record_id(CODE),
                 related=tuple(related),
                 fix=fix,
@@ -123,8 +125,10 @@ def _location(facts: ProgramFacts, model: MetaModelFact, offender: Offender, cre
     return creation_span, related
 
 
-def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how: str) -> str:
-    owned = ", ".join(f"`self.{tensor.attribute}`" for tensor in offender.owned[:3])
+def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how: str) -> tuple[str, tuple[str, ...]]:
+    owned = ", ".join(f"`self.{tensor.attribute}`" for tensor in offender.owned[:2])
+    if len(offender.owned) > 2:  # the headline stays short: the first two by name
+        owned += f" and {len(offender.owned) - 2} more"
     what = f"owns {owned}" if owned else "owns parameters or buffers directly"
     source = facts.source(model.tag.path)
     context = _context_text(source, model)
@@ -145,10 +149,11 @@ def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how:
         more = f" and {len(offender.others) - 3} more" if len(offender.others) > 3 else ""
         verb = "lacks" if len(offender.others) == 1 else "lack"
         others = f"; {shown}{more} in the same model {verb} it too"
-    return (
-        f"`{offender.name}` {what} but has no `reset_parameters()`; {where} and materialized by "
-        f"{description}: {_ERRORS[how].format(name=offender.name)}{certainty}{others}"
-    )
+    # Headline: what is wrong; notes: where it is built and materialized, the runtime error, the others.
+    notes = [f"{where} and materialized by {description}", f"{_ERRORS[how].format(name=offender.name)}{certainty}"]
+    if others:
+        notes.append(others[2:])
+    return f"`{offender.name}` {what} but has no `reset_parameters()`", tuple(notes)
 
 
 def _context_text(source, model: MetaModelFact) -> str:

@@ -73,10 +73,9 @@ def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
         code=CODE,
         severity=severity,
         span=span,
-        message=(
-            f"`mark_forward_method({source.segment(argument)})` passes a function, not a method: TypeError "
-            f"\"Expected a method or a string, but got: function\" {why}; pass the name \"{method}\""
-        ),
+        message=f"`mark_forward_method({source.segment(argument)})` passes a function, not a method",
+        notes=(f"TypeError \"Expected a method or a string, but got: function\" {why}",
+               f"pass the name \"{method}\""),
         record_id=record_id(CODE),
         related=tuple(related),
         fix=Fix(

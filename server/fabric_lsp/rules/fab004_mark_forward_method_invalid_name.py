@@ -28,8 +28,8 @@ _KIND_WORDS = {
     "missing": "does not exist",
     "attribute": "is an attribute, not a method",
     "property": "is a property, not a method",
-    "staticmethod": "is a staticmethod (a plain function, not a bound method)",
-    "singledispatchmethod": "is a functools.singledispatchmethod (looked up, a plain function, not a bound method)",
+    "staticmethod": "is a staticmethod, not a bound method",
+    "singledispatchmethod": "is a functools.singledispatchmethod, not a bound method (looked up, a plain function)",
 }
 
 
@@ -65,10 +65,8 @@ def _forward(facts: ProgramFacts, mark: MarkFact, computed: bool = False) -> Fin
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(mark.argument),
-        message=(
-            f'{_written(source, mark, "forward", computed)} raises ValueError "You cannot mark the forward method '
-            'itself as a forward method." on every strategy: `forward` already goes through the strategy'
-        ),
+        message=f'{_written(source, mark, "forward", computed)} marks `forward` itself, which already goes through the strategy',
+        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',),
         record_id=record_id(CODE),
         related=_related(facts, mark),
         # `forward` already runs through the strategy: the mark asks for nothing that is not there. A
@@ -99,12 +97,10 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
     class_name = path.cls.name
     suggestion, searched = _closest_method(facts, path.cls, name)
     some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
-    message = (
-        f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}, so '
-        f'it raises AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
-        f'exist or is not a method." on every strategy{some}'
-        + (f'; did you mean "{suggestion}"?' if suggestion else "")
-    )
+    # Headline: what is wrong; notes: the runtime error, the closest method.
+    message = f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
+    notes = (f'AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
+             f'exist or is not a method." on every strategy{some}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
     fix = None
     if computed:
         # The literal the name is made of, where it is written (a tuple's element, a helper's caller).
@@ -133,6 +129,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
         related=_related(facts, mark),
         fix=fix,
         context={"class": class_name, "method": name, "error": "AttributeError"},
+        notes=notes,
     )
 
 

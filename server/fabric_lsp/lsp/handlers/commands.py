@@ -24,6 +24,7 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
     rendered as Markdown and as plain text, and shows the plain text with window/showMessage."""
     # The matcher and the renderers load on first use, not at `initialize` (issue 29).
     from fabric_lsp.records import explain_note, explain_query, render_markdown, render_text
+    from fabric_lsp.records.pages import page_url
 
     try:
         query = arguments[0] if arguments else None
@@ -57,17 +58,18 @@ async def explain(ls: FabricLanguageServer, *arguments: Any) -> dict[str, Any] |
         best = found[0]
         record, context, code = best.record, best.context, best.code
         note = explain_note(best, found[1:])
-        plaintext = render_text(record, context=context, code=code, note=note)
+        plaintext = render_text(record, context=context, code=code, note=note, docs_url=config.docs_url)
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Info, message=escape_controls(plaintext, keep="\n"))
         )
         return {
             "code": code,
             "record": record.id,
-            "url": record.github_url,
+            "url": page_url(code, config.docs_url) if code else None,  # the rule page
+            "source": record.github_url,  # Lightning's source: the record's evidence
             "context": context or {},
             "reason": best.reason,
-            "markdown": render_markdown(record, context=context, code=code, note=note),
+            "markdown": render_markdown(record, context=context, code=code, note=note, docs_url=config.docs_url),
             "plaintext": plaintext,
         }
     except Exception:

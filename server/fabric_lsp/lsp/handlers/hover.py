@@ -43,6 +43,7 @@ async def hover(ls: FabricLanguageServer, params: types.HoverParams) -> types.Ho
         ls.features.encoding,
         records,
         ls.features.markdown_hover,
+        config.docs_url,
     )
 
 
