@@ -444,7 +444,8 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     assert code == 0
     lines = out.splitlines()
     assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
-    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"]
+    assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005", "FAB006", "FAB007",
+                                                   "FAB008"]
     assert lines[3].split()[1:3] == ["mark-forward-method-invalid-name", "5cc4a68dd37501f7"]
     code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
     assert code == 0
@@ -682,7 +683,7 @@ def test_fix_of_a_factory_that_returns_setup_binds_marks_and_returns(tmp_path, m
     ))
     write(tmp_path / "train.py", (
         "from lightning.fabric import Fabric\n\nfrom build import build\n\n"
-        "fabric = Fabric(accelerator='cpu', devices=1, strategy='ddp')\n"
+        "fabric = Fabric(accelerator='cpu', devices=1, strategy='ddp')\nfabric.launch()\n"
         "policy, optimizer = build(fabric)\npolicy.act(None)\n"
     ))
     code, out, err = run(["check", "--fix", "."], tmp_path, monkeypatch, capsys)

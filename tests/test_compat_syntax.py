@@ -36,7 +36,7 @@ class LM[T](nn.Module):
         return self.head(x)
 
 
-fabric = Fabric(strategy="ddp")
+fabric = Fabric(strategy="ddp"); fabric.launch()
 model = fabric.setup(LM())
 print(f"{"nested"}")
 model.generate(None)

@@ -16,7 +16,7 @@ class LM(nn.Module):
     def generate(self, x):
         return self.head(x)
 
-fabric = Fabric(strategy="ddp")
+fabric = Fabric(strategy="ddp"); fabric.launch()
 model = fabric.setup(LM())
 {call}
 '''

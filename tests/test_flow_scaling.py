@@ -35,7 +35,7 @@ def suite_with_local_subclasses() -> str:
         "    def connect(self):\n"
         "        return self\n\n"
         "def train(model):\n"
-        '    fabric = Fabric(strategy="ddp")\n'
+        '    fabric = Fabric(strategy="ddp"); fabric.launch()\n'
         "    wrapped = fabric.setup(model)\n"
         "    return wrapped.generate(None)\n\n"
         "train(Base())\n\n"

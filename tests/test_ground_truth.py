@@ -403,6 +403,63 @@ def test_harness_reports_misplaced_and_malformed_libs_markers(tmp_path):
     assert c.libs and any("must sit once" in e for e in c.label_errors), c.label_errors
 
 
+# Lightning's launch checks (Fabric.launch, Fabric._validate_launched), without Lightning.
+FAKE_FABRIC = '''import inspect
+
+
+class Fabric:
+    def __init__(self, **kwargs):
+        self.launched = False
+
+    def launch(self, function=None):
+        if function is not None:
+            if not callable(function):
+                raise TypeError(f"`Fabric.launch(...)` needs to be a callable, but got {function}. HINT: do x")
+            if not inspect.signature(function).parameters:
+                raise TypeError(f"`Fabric.launch(function={function})` needs to take at least one argument. The x")
+        self.launched = True
+        return function(self) if function is not None else None
+
+    def setup(self, module):
+        if not self.launched:
+            raise RuntimeError("To use Fabric with more than one device, you must call `.launch()` or use the CLI: x")
+        return module
+
+
+'''
+
+
+def _launch_problems(tmp_path: Path, body: str, mode: str = "plain") -> list[str]:
+    # Compiled under a file name outside the case, as Lightning's own frames are.
+    fake = f"exec(compile({FAKE_FABRIC!r}, '/elsewhere/site-packages/lightning/fabric/fabric.py', 'exec'))\n"
+    (tmp_path / "fab005_probe.py").write_text(fake + textwrap.dedent(body), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    return expected_outcome_problems(case, run_case(case, MODE_ENV[mode], timeout=30), mode)
+
+
+def test_harness_proves_fab005_by_launching_after_the_constructor(tmp_path):
+    body = "fabric = Fabric(strategy='ddp')\nmodel = fabric.setup(1)  # expect: FAB005 error\nprint(model)\n"
+    assert _launch_problems(tmp_path, body) == []
+    problems = _launch_problems(tmp_path, body.replace("  # expect: FAB005 error", ""))
+    assert len(problems) == 1 and "FAB005 fired where no FAB005 label says so" in problems[0], problems
+
+
+def test_harness_proves_fab008_by_passing_the_function_and_adding_its_parameter(tmp_path):
+    called = "def train(fabric):\n    return 1\n\nfabric = Fabric()\nfabric.launch(train(fabric))  # expect: FAB008 error\n"
+    assert _launch_problems(tmp_path, called) == []
+    bare = "def train():\n    return 1\n\nfabric = Fabric()\nfabric.launch(train)  # expect: FAB008 error\n"
+    assert _launch_problems(tmp_path, bare) == []
+    problems = _launch_problems(tmp_path, bare.replace("  # expect: FAB008 error", ""))
+    assert len(problems) == 1 and "FAB008 fired where no FAB008 label says so" in problems[0], problems
+
+
+def test_a_fabric_run_case_is_a_trap(tmp_path):
+    (tmp_path / "probe.py").write_text(
+        "# ground-truth: fabric-run\nx = 1\nprint(x)  # expect: FAB005 warning\n", encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert case.fabric_run and "must have no labels" in " ".join(case.label_errors)
+
+
 def test_rule_of_maps_fab006_and_fab007():
     from support.cases import rule_of
 

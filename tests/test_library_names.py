@@ -43,7 +43,7 @@ LIBRARY = {
 MAIN = (
     "import lightning as L\n"
     "from {library} import Net\n\n"
-    "fabric = L.Fabric(strategy='ddp')\n"
+    "fabric = L.Fabric(strategy='ddp'); fabric.launch()\n"
     "model = fabric.setup(Net())\n"
     "model.generate(1)\n"
 )

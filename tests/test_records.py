@@ -31,10 +31,12 @@ from fabric_lsp.records.loader import DATA_DIR, PATHS_FILE, load_shipped
 SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # shared/ sits beside the clone
 FAB001_ID, FAB002_ID, FAB003_ID = "af391673c4dd180e", "ac5b68eddc82d846", "ce209f7f268e625f"
 FAB004_ID = "5cc4a68dd37501f7"
+FAB005_ID = "232fae503d8e4e1d"
 FAB006_ID = "1530a0a419e77f8e"
 FAB007_ID = "aa5948b33c548d53"
-ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB006_ID, FAB007_ID]
-OWN_IDS = [FAB003_ID, FAB004_ID, FAB006_ID, FAB007_ID]  # the project's own records (not seeds)
+FAB008_ID = "7affc520177ccdfc"
+ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]
+OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]  # the project's own records (not seeds)
 COMMIT = "9fed5c27d2a62ff0efd6c3573599921d6ff67c14"
 
 # Printed by Lightning 2.6.6 (see test_patterns_match_messages_lightning_prints, which regenerates them).
@@ -91,7 +93,8 @@ def test_shipped_records_load_without_problems():
     assert records.by_id(FAB002_ID).error_class == "TypeError"
     assert records.by_id(FAB004_ID).error_class == "AttributeError"
     assert records.by_id("0000000000000000") is None
-    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB006", "FAB007"]
+    assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005",
+                                                                    "FAB006", "FAB007", "FAB008"]
     # the other runtime paths of records/paths.json, attached to their records
     assert [p.name for p in records.by_id(FAB002_ID).paths] == ["fsdp", "model_parallel"]
     assert [p.name for p in records.by_id(FAB004_ID).paths] == ["forward"]
@@ -109,8 +112,10 @@ def test_rules_table_names_codes_and_existing_records():
         ("FAB002", "missing-reset-parameters"),
         ("FAB003", "mark-forward-method-bound"),
         ("FAB004", "mark-forward-method-invalid-name"),
+        ("FAB005", "missing-launch"),
         ("FAB006", "loss-backward-on-wrapped-output"),
         ("FAB007", "setup-misuse"),
+        ("FAB008", "launch-misuse"),
     ]
     assert [rule.record_id for rule in RULES] == ALL_IDS
     for rule in RULES:
@@ -141,6 +146,7 @@ def test_own_records_have_every_seed_field_in_the_seed_order(record_id):
     assert list(document["record"]) == seed_keys
     record = document["record"]
     assert record["schemaVersion"] == 2
+    assert record["filePath"] in ("src/lightning/fabric/wrappers.py", "src/lightning/fabric/fabric.py")
     assert record["analyzedSha"] == COMMIT
     assert record["githubUrl"] == (
         f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/{record['filePath']}"

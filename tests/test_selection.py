@@ -214,3 +214,15 @@ def test_gitignore_last_match_wins_and_deeper_files_override(tmp_path):
     # A nested repository starts again: the outer .gitignore does not apply inside it.
     (tmp_path / "inner" / ".git").mkdir(parents=True)
     assert not git.ignored(str(tmp_path / "inner" / "x.py"), False)
+
+
+def test_launch_rules_are_selected_ignored_and_suppressed_like_the_others(tmp_path):
+    """FAB005/FAB008 (issue 27) go through the same selection and `# noqa` as FAB001-FAB004."""
+    cases = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
+    write(tmp_path / "a.py", (cases / "fab005_ddp_one_device_no_launch.py").read_text())
+    write(tmp_path / "b.py", (cases / "fab008_launch_called.py").read_text())
+    assert check_codes(tmp_path) == {"a.py": {"FAB005"}, "b.py": {"FAB008"}}
+    assert check_codes(tmp_path, "--select", "FAB008") == {"b.py": {"FAB008"}}
+    assert check_codes(tmp_path, "--ignore", "FAB005") == {"b.py": {"FAB008"}}
+    write(tmp_path / "a.py", (tmp_path / "a.py").read_text().replace("# expect: FAB005 warning", "# noqa: FAB005"))
+    assert check_codes(tmp_path) == {"b.py": {"FAB008"}}

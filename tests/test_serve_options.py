@@ -35,7 +35,7 @@ class LM(nn.Module):
         return self.head(x)
 
 
-fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp"); fabric.launch()
 model = fabric.setup(LM())
 model.generate(None)
 '''

@@ -36,7 +36,7 @@ async def test_fab006_diagnostic_hover_and_quick_fix(preset, tmp_path):
         assert finding.code == "FAB006"
         assert finding.severity == types.DiagnosticSeverity.Error
         assert (finding.range.start.line, finding.range.start.character) == (20, 8)  # `loss.backward()`
-        assert 'under precision="bf16-mixed"; call `fabric.backward(loss)`' in finding.message
+        assert 'under precision="bf16-mixed"\ncall `fabric.backward(loss)`' in finding.message
 
         found = await hover(client, uri, finding.range.start)
         assert found is not None and range_tuple(found.range) == range_tuple(finding.range)

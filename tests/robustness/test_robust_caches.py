@@ -15,7 +15,7 @@ from fabric_lsp.engine import check_source
 MAIN = '''import lightning as L
 from models import Net
 
-fabric = L.Fabric(strategy="ddp")
+fabric = L.Fabric(strategy="ddp"); fabric.launch()
 model = fabric.setup(Net())
 model.generate(1)
 '''

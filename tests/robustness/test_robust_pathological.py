@@ -36,7 +36,7 @@ class Net(nn.Module):
         return self.layer(x)
 
 
-fabric = L.Fabric(strategy="ddp")
+fabric = L.Fabric(strategy="ddp"); fabric.launch()
 model = fabric.setup(Net())
 '''
 TAIL = "out = model.generate(1)\n"
@@ -132,7 +132,7 @@ def test_many_setups_of_an_imported_class_are_all_reported(tmp_path):
     """1500 setups of a class from another module, each followed by an unmarked call: every one is
     reported, within the budget (the class is found from the import statement, not by jedi)."""
     (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
-    body = "import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
+    body = "import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp'); fabric.launch()\n"
     body += "".join(f"m{i} = fabric.setup(models.Net())\nm{i}.generate({i})\n" for i in range(1500))
     path = tmp_path / "main.py"
     path.write_text(body, encoding="utf-8")
@@ -166,7 +166,7 @@ EXPONENTIAL_INFERENCE = (
     "import lightning as L\n\nx0 = [1]\n"
     + "".join(f"x{i} = x{i - 1} + x{i - 1}\n" for i in range(1, 30))
     + "\n\ndef build(parts):\n    return parts[0]\n\n\n"
-    + "fabric = L.Fabric(strategy='ddp')\nmodel = build(x29)\nmodel = fabric.setup(model)\nmodel.generate(1)\n"
+    + "fabric = L.Fabric(strategy='ddp'); fabric.launch()\nmodel = build(x29)\nmodel = fabric.setup(model)\nmodel.generate(1)\n"
 )
 
 _EXPONENTIAL_RUNNER = _RUNNER.replace(
@@ -181,7 +181,7 @@ def test_code_that_makes_jedi_exponential_is_analysed_at_once(tmp_path):
     path.write_text(EXPONENTIAL_INFERENCE, encoding="utf-8")
     (tmp_path / "models.py").write_text(HEAD.split("fabric =")[0], encoding="utf-8")
     normal = tmp_path / "normal.py"
-    normal.write_text("import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp')\n"
+    normal.write_text("import lightning as L\nimport models\n\nfabric = L.Fabric(strategy='ddp'); fabric.launch()\n"
                       "model = fabric.setup(models.Net())\nmodel.generate(1)\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(SERVER_DIR)}
     completed = subprocess.run([sys.executable, "-c", _EXPONENTIAL_RUNNER, str(path), str(tmp_path), str(normal)],

@@ -38,7 +38,7 @@ def class_with_methods(count: int, mark: str = "missing_name", calls: bool = Tru
     return (f"# run {next(RUN)}\nimport torch.nn as nn\nfrom lightning.fabric import Fabric\n\n"
             "class LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             f"        self.head = nn.Linear(4, 4)\n{extra}{methods}\n"
-            'fabric = Fabric(strategy="ddp")\nmodel = fabric.setup(LM())\n'
+            'fabric = Fabric(strategy="ddp"); fabric.launch()\nmodel = fabric.setup(LM())\n'
             f'model.mark_forward_method("{mark}")\n{called}')
 
 
@@ -116,7 +116,7 @@ def library_project(root: Path, count: int) -> tuple[Path, str]:
         "def make():\n    return 1\n" + "".join(f"def f{i}(x):\n    return x\nA{i} = make()\n" for i in range(count)))
     names = ", ".join(f"f{i}, A{i}" for i in range(count))
     text = (f"import torch\nfrom lightning.fabric import Fabric\nfrom biglib{run} import ({names})\n"
-            "fabric = Fabric(strategy='ddp')\nmodel = fabric.setup(torch.nn.Linear(2, 2))\n"
+            "fabric = Fabric(strategy='ddp'); fabric.launch()\nmodel = fabric.setup(torch.nn.Linear(2, 2))\n"
             + "".join(f"f{i}(model)\nA{i}(model)\n" for i in range(count)))
     return root / f"main{run}.py", text
 

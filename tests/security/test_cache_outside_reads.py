@@ -43,7 +43,7 @@ TRAIN = '''import torch
 from lightning.fabric import Fabric
 from sibling_model import Policy
 
-fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp"); fabric.launch()
 policy = fabric.setup(Policy())
 policy.act(torch.randn(8, 4))
 '''

@@ -118,7 +118,7 @@ USER = """import torch
 from lightning.fabric import Fabric
 from models import Policy
 
-fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp"); fabric.launch()
 policy = fabric.setup(Policy())
 policy.act(torch.randn(8, 4))
 """

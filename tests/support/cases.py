@@ -126,6 +126,19 @@ RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
             re.compile(r"The current strategy and precision selection requires you to call `fabric\.backward\(loss\)`"),
         ),
     ),
+    # Fabric._validate_launched (setup, setup_module, init_module, barrier, ... before launch())
+    "FAB005": (
+        (
+            "RuntimeError",
+            re.compile(r"To use Fabric with more than one device, you must call `\.launch\(\)` or use the CLI"),
+        ),
+    ),
+    # Fabric.launch's own checks of its function argument
+    "FAB008": (
+        ("TypeError", re.compile(r"`Fabric\.launch\(\.\.\.\)` needs to be a callable, but got")),
+        ("TypeError", re.compile(r"`Fabric\.launch\(function=.*\)` needs to take at least one argument")),
+        ("TypeError", re.compile(r"To spawn processes with the `\w+` strategy, `\.launch\(\)` needs to be called with a")),
+    ),
 }
 # Findings that are a warning, not an exception: ModelParallelStrategy (_materialize_distributed_module)
 # leaves modules without reset_parameters as uninitialised memory and only warns, naming their classes.
@@ -164,6 +177,10 @@ _SKIP_RE = re.compile(r"^#\s*ground-truth:\s*skip\s+(?P<reason>\S.*)$")
 # under which nothing materializes the meta-device model, does not apply.
 _REINITIALISED_RE = re.compile(r"^#\s*ground-truth:\s*reinitialised\s+(?P<reason>\S.*)$")
 _LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
+# `# ground-truth: fabric-run`: the case is a script written for the `fabric run` CLI (it never calls
+# launch()); it is started the way that command starts it (lightning.fabric.cli.main: LT_CLI_USED=1 and
+# torchrun, one CPU process), and it must be a trap: no labels.
+_FABRIC_RUN_RE = re.compile(r"^#\s*ground-truth:\s*fabric-run\s*$")
 # Added to a libs case's environment: the libraries must never reach the network (models come from configs).
 LIBS_RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
@@ -201,6 +218,7 @@ class Case:
     label_errors: tuple[str, ...] = ()
     libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
     reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
+    fabric_run: bool = False  # `# ground-truth: fabric-run`: started by Lightning's `fabric run` (a trap)
 
     @property
     def root(self) -> Path:
@@ -303,8 +321,12 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
     skip_reason = _parse_skip(entry.read_text(encoding="utf-8"))
     needs_libs = _parse_libs(entry.read_text(encoding="utf-8"))
     reinitialised = _parse_skip(entry.read_text(encoding="utf-8"), _REINITIALISED_RE)
+    fabric_run = _parse_libs(entry.read_text(encoding="utf-8"), _FABRIC_RUN_RE)
+    if fabric_run and labels:
+        errors.append("a '# ground-truth: fabric-run' case is a trap: it must have no labels")
     for marker, present in (
-        ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None)
+        ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None),
+        ("fabric-run", fabric_run),
     ):
         markers = sum(
             len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
@@ -312,7 +334,8 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
         )
         if markers > present:
             errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
-    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised)
+    return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised,
+                fabric_run=fabric_run)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -354,10 +377,11 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
-            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)):
+            if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)
+                    or _FABRIC_RUN_RE.match(tok.string)):
                 errors.append(
                     f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>',"
-                    " '# ground-truth: libs' or '# ground-truth: reinitialised <reason>')"
+                    " '# ground-truth: libs', '# ground-truth: reinitialised <reason>' or '# ground-truth: fabric-run')"
                 )
     return labels, errors
 
@@ -375,14 +399,14 @@ def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str |
     return None
 
 
-def _parse_libs(entry_source: str) -> bool:
+def _parse_libs(entry_source: str, marker: re.Pattern[str] = _LIBS_RE) -> bool:
     for raw in entry_source.splitlines():
         line = raw.strip()
         if not line:
             continue
         if not line.startswith("#"):
             return False  # only the leading comment block counts
-        if _LIBS_RE.match(line):
+        if marker.match(line):
             return True
     return False
 
@@ -521,11 +545,11 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
         started = time.monotonic()
         via = "fork-server"
         done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case), python) if (
-            USE_FORK_SERVER and _fork_server_ok(case, sources)
+            USE_FORK_SERVER and _fork_server_ok(case, sources) and not case.fabric_run
         ) else None
         if done is None:
-            via = "subprocess"
-            done = _run_cold(case.entry_name, workdir, env, timeout, python)
+            via = "subprocess" if not case.fabric_run else "fabric-run"
+            done = _run_cold(case.entry_name, workdir, env, timeout, python, case.fabric_run)
         stdout, stderr, timed_out = done.stdout, done.stderr, done.timed_out
         seconds = time.monotonic() - started
         exc_class, exc_message, frames = parse_traceback(stderr) if done.returncode else (None, None, [])
@@ -551,12 +575,31 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
     return dataclasses.replace(step, rule=rule, hit=hit, warned_hit=warned_hit)
 
 
+# What `fabric run --accelerator cpu --devices 1 <entry>` runs, without click (not a Lightning
+# dependency): the command's own function, which sets LT_CLI_USED=1 and the LT_* of its options and
+# starts the script with torchrun. `--strategy ddp` (the "ddp" mode) is LT_STRATEGY from the mode's env.
+_FABRIC_RUN_BOOTSTRAP = (
+    "import socket, sys\n"
+    "from argparse import Namespace\n"
+    "from lightning.fabric.cli import main\n"
+    "with socket.socket() as s:\n"
+    "    s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]\n"
+    "main(Namespace(accelerator='cpu', strategy=None, devices='1', num_nodes=1, node_rank=0,\n"
+    "               main_address='127.0.0.1', main_port=port, precision=None, script=sys.argv[1]), [])\n"
+)
+
+
 def _run_cold(
-    entry_name: str, workdir: Path, env: dict[str, str], timeout: float, python: str | None = None
+    entry_name: str, workdir: Path, env: dict[str, str], timeout: float, python: str | None = None,
+    fabric_run: bool = False,
 ) -> forkserver.Completed:
-    """`python <entry>` as a fresh interpreter: the reference the fork server is checked against."""
+    """`python <entry>` as a fresh interpreter: the reference the fork server is checked against; for a
+    `fabric-run` case, the `fabric run` command."""
+    command = [python or sys.executable, entry_name]
+    if fabric_run:
+        command = [python or sys.executable, "-c", _FABRIC_RUN_BOOTSTRAP, entry_name]
     proc = subprocess.Popen(
-        [python or sys.executable, entry_name],
+        command,
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,
@@ -785,6 +828,10 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
                 else:
                     inner = f'__import__("torch").utils.data.DataLoader({text(argument)})'
                 points.append((node.lineno, (argument.col_offset, argument.end_col_offset), inner))
+    elif label.code == "FAB005":
+        points = _launch_after_constructor(tree, source, label)
+    elif label.code == "FAB008":
+        points = _launch_argument_fix(tree, source, label)
     else:
         raise _NoFix(
             f"{label} fired; {label.code} has no automatic fix, so later labels of this case cannot be"
@@ -798,6 +845,44 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
         start, end = col if isinstance(col, tuple) else (col, col)
         lines[lineno - 1] = (raw[:start] + text.encode("utf-8") + raw[end:]).decode("utf-8")
     return "".join(lines)
+
+
+def _launch_after_constructor(tree: ast.AST, source: str, label: Label) -> list:
+    """FAB005: the Fabric call on the labelled line is `r.setup(...)` (or `r.init_module()`, ...): the statement
+    `r = ...Fabric(...)` of that file gets `; r.launch()` at its end (the same line count)."""
+    receivers = {
+        ast.unparse(node.func.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.lineno == label.line
+    }
+    points = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+            target = ast.unparse(node.targets[0])
+            if target in receivers and ast.unparse(node.value.func).split(".")[-1].endswith("Fabric"):
+                points.append((node.end_lineno, node.end_col_offset, f"; {target}.launch()"))
+    return points[:1]
+
+
+def _launch_argument_fix(tree: ast.AST, source: str, label: Label) -> list:
+    """FAB008: `w.launch(f(w, ...))` -> `w.launch(f, ...)`; `w.launch(f)` with `def f():` -> `def f(fabric):`
+    (on the def's line). A spawning strategy without a function has no fix here (one label per case)."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "launch"
+                and node.lineno == label.line and node.args):
+            continue
+        argument = node.args[0]
+        if isinstance(argument, ast.Call) and argument.lineno == argument.end_lineno:
+            rest = argument.args[1:] if argument.args else []
+            text = ", ".join([ast.unparse(argument.func)] + [ast.unparse(a) for a in rest])
+            return [(argument.lineno, (argument.col_offset, argument.end_col_offset), text)]
+        if isinstance(argument, ast.Name):
+            for definition in ast.walk(tree):
+                if isinstance(definition, ast.FunctionDef) and definition.name == argument.id:
+                    line = source.splitlines()[definition.lineno - 1]
+                    column = len(line[: line.index("(", definition.col_offset) + 1].encode("utf-8"))
+                    return [(definition.lineno, column, "fabric")]
+    return []
 
 
 # --------------------------------------------------------------------------- checking

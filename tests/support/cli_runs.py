@@ -25,8 +25,8 @@ class LM(nn.Module):
         return self.head(x)
     def encode(self, x):
         return self.head(x)
-
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method(model.generate)
 model.encode(None)

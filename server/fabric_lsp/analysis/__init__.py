@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import re
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
@@ -163,6 +164,69 @@ class MetaModelFact:
 
 
 @dataclass
+class FabricUse:
+    """A call on a Fabric object: `launch(...)`, or one of the methods that need it launched first
+    (`setup`, `setup_module`, `init_module`, `barrier`, ...: flow.LAUNCH_CHECKED_METHODS)."""
+
+    node: ast.Call
+    path: str
+    scope: ir.Scope
+    statement: ast.AST | None
+    method: str
+    functions: frozenset = frozenset()  # launch: the flow values of its function argument
+    argument: ast.AST | None = None  # launch: the function argument as written
+
+
+@dataclass
+class FabricFact:
+    """A `Fabric(...)` constructed in the program, with its strategy and how it is launched and used."""
+
+    fabric: FabricValue
+    strategy: Strategy
+    uses: list[FabricUse]  # calls that need it launched, in program order
+    launches: list[FabricUse]
+    runs_through_run: bool  # a Fabric subclass that overrides `run()`: Fabric launches `run` itself
+    cli_stated: bool  # the constructor's file names `fabric run` (or `lightning run model`): started by the CLI
+    strategy_class: str | None = None  # Lightning's class for a literal `strategy="..."` (`DDPStrategy`)
+
+    def first_unlaunched_use(self) -> FabricUse | None:
+        """The call where `Fabric._validate_launched` raises: the first use, unless a `launch()` comes
+        before it in the same function or is called in another one (the order across functions cannot be
+        told, so that counts as launched). None when launched."""
+        if not self.uses or self.runs_through_run:
+            return None
+        site = self.fabric.site
+        encloses: dict[int, bool] = {}  # per scope, not per use: a file of 3,000 setups walks its body once
+        for use in self.uses:
+            if id(use.scope) not in encloses:
+                encloses[id(use.scope)] = use.path == self.fabric.path and _encloses(use.scope, site)
+        home = [u for u in self.uses if encloses[id(u.scope)]]
+        first = (home or self.uses)[0]
+        for launch in self.launches:
+            if launch.scope is not first.scope or _position(launch.node) < _position(first.node):
+                return None
+        return first
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _encloses(scope: ir.Scope, node: ast.AST) -> bool:
+    """Whether `node` (the constructor) sits directly in `scope`'s body (not in a nested function)."""
+    return getattr(scope, "node", None) is not None and any(child is node for child in _own_nodes(scope.node))
+
+
+def _own_nodes(root: ast.AST):
+    pending = list(ast.iter_child_nodes(root))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+@dataclass
 class ProgramFacts:
     program: object
     solver: Solver
@@ -176,6 +240,7 @@ class ProgramFacts:
     notices: list[str] = field(default_factory=list)
     origins: dict[int, Origin] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    fabrics: list[FabricFact] = field(default_factory=list)
 
     def source(self, path: str) -> SourceFile | None:
         return self.program.source_of(path)
@@ -275,7 +340,55 @@ def analyze(program) -> ProgramFacts:
     _meta_models(facts, events)
     _backwards(facts, events, origins)
     _setup_misuses(facts, events, origins)
+    _fabrics(facts, events)
     return facts
+
+
+# -- Fabric objects: launched or not ---------------------------------------------------------------------------
+# A usage line naming a script started by the CLI: `fabric run --devices 2 train.py`, `lightning run model x.py`.
+_CLI_STATED = re.compile(r"\b(?:fabric\s+run|lightning\s+run\s+model)\b[^\n]{0,200}?\.py\b")
+
+
+def _fabrics(facts: ProgramFacts, events: list[Event]) -> None:
+    """One fact per Fabric constructed in the program (a site), with its uses and launches."""
+    by_site: dict[int, FabricFact] = {}
+    for event in events:
+        if event.kind not in ("fabric_use", "launch"):
+            continue
+        fabric: FabricValue = event.data["fabric"]
+        if fabric.site is None:
+            continue  # a Fabric passed in from outside: its launch cannot be seen
+        fact = by_site.get(id(fabric.site))
+        if fact is None:
+            source = facts.source(fabric.path) if fabric.path else None
+            cli = bool(source is not None and _CLI_STATED.search(source.text))
+            fact = by_site[id(fabric.site)] = FabricFact(fabric, facts.strategy(fabric), [], [],
+                                                          _overrides_run(facts, fabric), cli,
+                                                          _strategy_class(fabric.site))
+        use = FabricUse(event.node, event.path, event.scope, event.statement, event.data.get("method", "launch"),
+                        event.data.get("functions", frozenset()), event.data.get("argument"))
+        (fact.launches if event.kind == "launch" else fact.uses).append(use)
+    for fact in by_site.values():
+        for uses in (fact.uses, fact.launches):
+            uses.sort(key=lambda u: (u.path, _position(u.node)))
+    facts.fabrics = sorted(by_site.values(), key=lambda f: (f.fabric.path or "", _position(f.fabric.site)))
+
+
+def _strategy_class(site: ast.AST) -> str | None:
+    from fabric_lsp.analysis.torch_tables import tables
+
+    for keyword in getattr(site, "keywords", ()):
+        if keyword.arg == "strategy" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            found = tables().strategy(keyword.value.value)
+            return found.name if found is not None else None
+    return None
+
+
+def _overrides_run(facts: ProgramFacts, fabric: FabricValue) -> bool:
+    if fabric.cls is None:
+        return False
+    owner, _ = facts.solver.lookup_class_attribute(fabric.cls, "run")
+    return isinstance(owner, Class) and not owner.external
 
 
 # -- wrapped models -----------------------------------------------------------------------------------------
@@ -423,7 +536,7 @@ def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Orig
         if event.kind != "backward":
             continue
         origin = origins.get(id(event.data["output"].wrapped.site))
-        if origin is None:
+        if origin is None or not facts.solver.output_reaches(event.scope) or _home_made_backward(event):
             continue
         fact = by_node.get(id(event.node))
         if fact is None:
@@ -437,6 +550,18 @@ def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Orig
             if all(name != known for known, _ in fact.fabric_names):
                 fact.fabric_names.append((name, values))
     facts.backwards = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+
+
+def _home_made_backward(event: Event) -> bool:
+    """`def backward(self, loss): loss.backward()` in a project class: a Fabric stand-in (a test double, a
+    home-made distributed wrapper). Its summary joins every Fabric-like object's `backward(loss)` call, so the
+    real Fabric's callers' outputs reach it on paper; the real Fabric never calls it."""
+    scope = event.scope
+    if scope.kind != ir.FUNCTION or scope.class_scope is None or scope.name != "backward":
+        return False
+    func = getattr(event.node, "func", None)
+    receiver = getattr(func, "value", None)
+    return isinstance(receiver, ast.Name) and any(p.name == receiver.id for p in scope.params[1:])
 
 
 # -- setup misuse ---------------------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attr
 from fabric_lsp.analysis.torch_tables import tables
 from fabric_lsp.analysis.values import (
     JUST_UNKNOWN,
+    LAUNCH_MACHINE,
+    LAUNCH_NONE,
+    LAUNCH_SCRIPT,
+    LAUNCH_SPAWN,
     Unknown,
     NOTHING,
     SINGLE,
@@ -93,6 +97,7 @@ MAX_SETUP_SITES = 10_000
 ANY_KEY = "<any>"
 _NONE = frozenset({const(None)})
 _NONE_CONST = const(None)
+MADE = frozenset({const(True)})  # ("makes_output", scope): the scope runs a wrapped model (or calls one that does)
 _TRUE = frozenset({const(True)})
 # Decorators known to leave the decorated function called as it is written.
 TRANSPARENT_DECORATORS = frozenset((
@@ -782,7 +787,7 @@ class Solver:
             op = test[2][0][0]
             if op in ("Is", "IsNot"):
                 self._narrow_local(test[1], frame, lambda v: _may_be_none(v) if (op == "Is") == holds
-                                   else v != NONE_CONST)
+                                   else v != _NONE_CONST)
         elif kind == "call" and holds and test[1] == ("name", "isinstance") and len(test[2]) == 2 and not test[3]:
             classes = self._isinstance_classes(self.ev(test[2][1], frame))
             if classes:
@@ -1840,7 +1845,7 @@ class Solver:
             if found and owner is None:
                 return frozenset(found)
         if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders",
-                    "no_backward_sync", "call"):
+                    "no_backward_sync", "call") or name in LAUNCH_CHECKED_METHODS:
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -1964,6 +1969,7 @@ class Solver:
         if isinstance(callee, Special):
             return self._special_call(callee, call)
         if isinstance(callee, Wrapped):
+            self._makes_output(call.frame)
             return frozenset({Output(callee), UNKNOWN})  # `wrapped(x)`: _FabricModule.forward
         if isinstance(callee, Output):
             return frozenset({callee, UNKNOWN})  # `out.sum()`, `out.float()`
@@ -2129,10 +2135,47 @@ class Solver:
         if scope.is_generator:
             return JUST_UNKNOWN
         result = self.read(("return", scope))
+        if any(isinstance(v, Output) for v in result):
+            result = self._outputs_for_this_call(scope, result, bound, frame)
         returned = {v.site for v in result if isinstance(v, Wrapped)}
         if returned and node is not None and frame is not None:
             self._event_at("returned", node, frame, callee=scope, sites=frozenset(returned))
         return result
+
+    def _makes_output(self, frame: _Frame | None) -> None:
+        if frame is not None and frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            self.write(("makes_output", frame.scope), MADE)
+
+    def _outputs_for_this_call(self, scope: ir.Scope, result: frozenset, bound: dict, frame) -> frozenset:
+        """A function's return summary joins all its calls: a loss helper given the wrapped model's
+        output in training and a plain tensor in a test returns an Output to both. The Output reaches
+        this call only when the function (or one it calls) runs the wrapped model itself, or this
+        call hands it an output (directly or in a container or tuple)."""
+        if self.read(("makes_output", scope)):
+            self._makes_output(frame)  # so the caller's callers get it too
+            return result
+        if any(self._carries_output(v) for vs in bound.values() for v in vs):
+            return result  # handed back what this call gave (the caller's own callers decide again)
+        return frozenset(v for v in result if not isinstance(v, Output))
+
+    def output_reaches(self, scope: ir.Scope) -> bool:
+        """After the solve: can an output of a wrapped model be in this scope on one of its own runs?
+        Only when it (or a function it calls) runs the wrapped model, or its callers hand it one. (Its
+        values alone cannot tell: a helper's summary joins every call.) Module code: always."""
+        if scope.kind not in (ir.FUNCTION, ir.LAMBDA) or self.peek(("makes_output", scope)):
+            return True
+        return any(self._carries_output(v, peek=True) for param in scope.params
+                   for v in self.peek(("param", scope, param.name)))
+
+    def _carries_output(self, value, peek: bool = False) -> bool:
+        if isinstance(value, Output):
+            return True
+        if isinstance(value, Container):
+            elements = (self.peek if peek else self.read)(("elements", value.site))
+            return any(isinstance(v, Output) for v in elements)
+        if isinstance(value, Tuple):
+            return any(isinstance(v, Output) for element in value.elements for v in element)
+        return False
 
     def _expand_star(self, values: frozenset) -> list[frozenset] | None:
         """`f(*args)` with one container of known positions: its elements, in order."""
@@ -2528,6 +2571,7 @@ class Solver:
         if kind == "container_method":
             return self._container_call(special.receiver, special.extra, call)
         if kind == "wrapped_forward":
+            self._makes_output(call.frame)
             return frozenset({Output(special.receiver), UNKNOWN})
         if kind == "output_backward":
             self._event("backward", call, output=special.receiver, fabrics=self._fabric_names(call.frame))
@@ -2570,6 +2614,15 @@ class Solver:
 
     def _fabric_call(self, fabric: FabricValue, method: str, call: "_Call") -> frozenset:
         frame = call.frame
+        if method in LAUNCH_CHECKED_METHODS:
+            self._event("fabric_use", call, fabric=fabric, method=method)
+        if method == "launch":
+            node = call.node if isinstance(call.node, ast.Call) else None
+            argument = None
+            if node is not None:
+                argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "function"), None)
+            self._event("launch", call, fabric=fabric, functions=call.positional(0) | call.keyword("function"),
+                        argument=argument)
         if method in ("setup", "setup_module"):
             site = call.node
             self._setup_sites.add(site)
@@ -2900,14 +2953,16 @@ class Solver:
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
         how = _merged_how(alternatives)
+        launch = _merged_launch(alternatives)
         shown = texts.get("strategy") or " or ".join(
             json.dumps(v.value) if isinstance(v, Const) else "..." for v in sorted(strategy_values, key=_sort_key))
         described = f"strategy={shown}"
         if kinds == {WRAPPING}:
-            return Strategy(WRAPPING, described, merged_materializes, how)
+            return Strategy(WRAPPING, described, merged_materializes, how, launch=launch)
         if kinds == {SINGLE}:
-            return Strategy(SINGLE, described, merged_materializes, how)
-        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how)
+            return Strategy(SINGLE, described, merged_materializes, how, launch=launch)
+        return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({described})", merged_materializes, how,
+                        launch=launch)
 
     def empty_init(self, init_call: ast.AST | None, variant=None):
         """True, False or "maybe": what `init_module(empty_init=...)` was given (after the solve)."""
@@ -2939,10 +2994,11 @@ class Solver:
         how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
         if named != "auto":
             wraps = tables().strategy_wraps(named)
+            launch = _launch_of(named, keywords.get("accelerator"))
             if wraps is True:
-                return Strategy(WRAPPING, described, materializes, how)
+                return Strategy(WRAPPING, described, materializes, how, launch=launch)
             if wraps is False:
-                return Strategy(SINGLE, described, materializes, how)
+                return Strategy(SINGLE, described, materializes, how, launch=launch)
             return Strategy(UNKNOWN_STRATEGY, described or f"strategy {named!r}", None)
         devices = keywords.get("devices")
         accelerator = keywords.get("accelerator")
@@ -2952,19 +3008,19 @@ class Solver:
             return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes', '...')} chosen at run time", None)
         if max(node_counts) > 1:
             if min(node_counts) > 1:
-                return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False)
+                return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False, launch=LAUNCH_SCRIPT)
             return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes')}", False)
         counts = self._device_counts(devices, accelerator, node, texts)
         if counts is None or None in counts:
             described = f"devices={texts['devices']}" if "devices" in texts else "devices chosen by the machine (devices=\"auto\")"
-            return Strategy(UNKNOWN_STRATEGY, described, None)
+            return Strategy(UNKNOWN_STRATEGY, described, None, launch=None if "devices" in texts else LAUNCH_MACHINE)
         if min(counts) > 1:
-            return Strategy(WRAPPING, f"devices={texts.get('devices')}", False)
+            return Strategy(WRAPPING, f"devices={texts.get('devices')}", False, launch=LAUNCH_SCRIPT)
         if max(counts) > 1:
             return Strategy(UNKNOWN_STRATEGY, f"devices={texts.get('devices')} chosen at run time", False)
         shown = ", ".join(f"{k}={_shown(k, texts, keywords)}" for k in ("accelerator", "devices", "strategy")
                           if _shown(k, texts, keywords)) or "Fabric()"
-        return Strategy(SINGLE, shown, False)
+        return Strategy(SINGLE, shown, False, launch=LAUNCH_NONE)
 
     def _device_counts(self, devices, accelerator, node, texts) -> set | None:
         cpu = accelerator is not None and accelerator == frozenset({const("cpu")})
@@ -3077,15 +3133,19 @@ def library_defines(qualified: str, name: str) -> bool:
 
 
 _EXPECTED_KINDS = frozenset(("wcall", "mark", "materialize", "meta_build", "backward", "setup_again",
-                             "setup_dataloaders", "no_backward_sync", "setup_optimizers"))
+                             "setup_dataloaders", "no_backward_sync", "setup_optimizers", "fabric_use", "launch"))
+# Fabric methods that call `Fabric._validate_launched()` first (Lightning 2.6.6, lightning/fabric/fabric.py).
+LAUNCH_CHECKED_METHODS = frozenset((
+    "setup", "setup_module", "setup_optimizers", "setup_dataloaders", "init_module", "barrier", "broadcast",
+    "all_gather", "all_reduce", "sharded_model",
+))
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
 
 
-NONE_CONST = const(None)
 
 
 def _may_be_none(value) -> bool:
-    return value == NONE_CONST or isinstance(value, Unknown)
+    return value == _NONE_CONST or isinstance(value, Unknown)
 
 
 def _expects_error(expr: ast.AST) -> bool:
@@ -3138,9 +3198,40 @@ def _combined(strategies: list[Strategy]) -> Strategy:
     merged = materializes.pop() if len(materializes) == 1 else None
     how = _merged_how(strategies)
     description = " or ".join(dict.fromkeys(s.description for s in strategies))
+    launch = _merged_launch(strategies)
     if len(kinds) == 1:
-        return Strategy(kinds.pop(), description, merged, how)
-    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how)
+        return Strategy(kinds.pop(), description, merged, how, launch=launch)
+    return Strategy(UNKNOWN_STRATEGY, f"a strategy chosen at run time ({description})", merged, how, launch=launch)
+
+
+def _merged_launch(strategies: list[Strategy]):
+    """The launch need shared by every alternative; None (unknown) when they differ."""
+    launches = {s.launch for s in strategies}
+    return launches.pop() if len(launches) == 1 else None
+
+
+# Strategies that need `launch()` (Fabric._validate_launched refuses all but these two classes), and the
+# registry keys whose launcher spawns or forks processes (_MultiProcessingLauncher, _XLALauncher): their
+# `launch()` needs the function to run in the new processes.
+_NO_LAUNCH_CLASSES = frozenset(("SingleDeviceStrategy", "SingleDeviceXLAStrategy", "SingleTPUStrategy"))
+_SPAWNING_KEYS = frozenset(("ddp_spawn", "ddp_fork", "ddp_notebook", "xla", "xla_fsdp"))
+
+
+def _launch_of(named: str, accelerator: frozenset | None):
+    """What `strategy=<named>` (a registry key or a strategy class name) needs before setup."""
+    facts = tables().strategy(named)
+    if facts is None or facts.wraps_module is None:
+        return None  # unknown, or a base class: a subclass decides
+    if facts.name in _NO_LAUNCH_CLASSES:
+        return LAUNCH_NONE
+    if facts.name == "DataParallelStrategy":
+        # "dp" on a CPU falls back to "ddp" (_Connector._check_strategy_and_fallback); on GPUs it is DP.
+        if accelerator == frozenset({const("cpu")}):
+            return LAUNCH_SCRIPT
+        if accelerator is not None and accelerator <= {const("cuda"), const("gpu")}:
+            return LAUNCH_NONE
+        return LAUNCH_MACHINE
+    return LAUNCH_SPAWN if named.lower() in _SPAWNING_KEYS else LAUNCH_SCRIPT
 
 
 def _merged_how(strategies: list[Strategy]) -> object:

@@ -98,8 +98,17 @@ class Strategy(NamedTuple):
     # of them and a strategy that does not materialize), None (it does not, or it cannot be told).
     how: object = None
     when: str = ""  # for a Fabric made in one case of a split: "when `args.distributed` is true"
+    # Whether Fabric must be launched before setup (`Fabric._validate_launched`): LAUNCH_SCRIPT (every
+    # strategy but SingleDevice/DataParallel), LAUNCH_SPAWN (the same, and `launch()` needs a function:
+    # a spawning launcher), LAUNCH_NONE, LAUNCH_MACHINE (decided by the machine's devices), None (unknown).
+    launch: object = None
     t: str = "strategy"
 
+
+LAUNCH_SCRIPT = "script"
+LAUNCH_SPAWN = "spawn"
+LAUNCH_NONE = "none"
+LAUNCH_MACHINE = "machine"
 
 WRAPPING = "wrapping"
 SINGLE = "single"

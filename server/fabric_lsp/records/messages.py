@@ -22,11 +22,14 @@ PLACEHOLDER_KEYS: dict[str, str] = {
     "type(self).__name__": "class",  # FAB002 under torch FSDP (nn.Module.__getattr__'s AttributeError)
     "', '.join(uninitialized_modules)": "class",  # FAB002 under ModelParallel (the warning's module list)
     "type(method).__name__": "argument_type",  # FAB003
+    "function": "function",  # FAB008: what `launch` was given
+    "type(self.strategy).__name__": "spawn_strategy",  # FAB008 under a spawning strategy
     "type(self._strategy).__name__": "strategy",  # FAB007 (setup_optimizers under DeepSpeed/XLA)
 }
 
 # Known without an occurrence: under a wrapping strategy `wrapped.m` is always a plain function.
-DEFAULT_CONTEXT: dict[str, str] = {"argument_type": "function"}
+# FAB008's spawning strategies are DDPStrategy but for `xla` (XLAStrategy); a finding names its own.
+DEFAULT_CONTEXT: dict[str, str] = {"argument_type": "function", "spawn_strategy": "DDPStrategy"}
 
 
 @dataclass(frozen=True)

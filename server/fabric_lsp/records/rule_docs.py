@@ -203,6 +203,53 @@ PROSE: dict[str, RuleProse] = {
         ),
         fix_availability="Fix is sometimes available.",
     ),
+    "FAB005": RuleProse(
+        what=(
+            "Finds the first call that needs a launched Fabric (`setup`, `setup_module`, `setup_optimizers`, "
+            "`setup_dataloaders`, `init_module`, `barrier`, `broadcast`, `all_gather`, `all_reduce`) on a Fabric "
+            "whose strategy needs several processes, when nothing launches it before: no `fabric.launch()` or "
+            "`fabric.launch(fn)` anywhere in the program, or a `launch()` later in the same function. The Fabric "
+            "is followed as FAB001 follows it: into helpers, through configs and `**kwargs` dicts, subclasses."
+        ),
+        why=(
+            "Each of those methods starts with `Fabric._validate_launched()`, which refuses every strategy but "
+            "`SingleDeviceStrategy` and `DataParallelStrategy` until the Fabric is launched, whatever the number "
+            "of devices (`strategy=\"ddp\", devices=1` raises too). What launches it, verified with Lightning "
+            "2.6.6 on CPU: `fabric.launch()`, `fabric.launch(fn)`, calling `run()` of a Fabric subclass that "
+            "overrides it, and the `fabric run` CLI (it sets `LT_CLI_USED=1`, which the constructor reads). "
+            "`python train.py`, `torchrun` and `srun` do not: started by them, the script raises at its first "
+            "setup:"
+        ),
+        not_reported=(
+            "A single-device Fabric (`accelerator=\"cpu\"`, `devices=1`; it never needs `launch()`, and `fabric "
+            "run --strategy ddp` launches it), a Fabric launched in another function (the order across functions "
+            "cannot be told), a subclass overriding `run()`, a Fabric passed in from outside, and a script whose "
+            "file names its `fabric run ... script.py` command (a usage line in its docstring or comments): "
+            "such a script must not call `launch()`, since under the CLI `launch()` raises RuntimeError \"This "
+            "script was launched through the CLI\". Only `LT_STRATEGY`/`LT_DEVICES` set by hand without the CLI "
+            "make a single-device script raise; that is left alone."
+        ),
+        fix=(
+            "Inserts `fabric.launch()` on the line after the `fabric = Fabric(...)` statement (any target: "
+            "`self.fabric.launch()`); a later `launch()` can stay (without a function a second call does "
+            "nothing). No fix under a spawning strategy (`ddp_spawn`, `ddp_fork`, `ddp_notebook`, `xla`), whose "
+            "`launch()` needs the training function (FAB008)."
+        ),
+        fix_safety=(
+            "Safe in a script (the constructor at module level, or a file with a `__main__` guard): the default "
+            "launcher starts the other processes by running the script's command again, which is what such a "
+            "script expects. Unsafe elsewhere: code imported by something else would have that command re-run."
+        ),
+        severity=(
+            ("warning", "the strategy the code states needs several processes (`ddp*`, `fsdp*`, `deepspeed*`, "
+                        "`devices>1`, `num_nodes>1`, a strategy object), or the strategy is chosen at run time: "
+                        "`python`, torchrun and srun raise, but `fabric run` would launch it, and how the script is "
+                        "started is not in the code"),
+            ("hint", "the machine decides (`Fabric()` with the default `devices=\"auto\"` on an accelerator that "
+                     "may have several devices, `\"dp\"` without an accelerator): one GPU runs, several raise"),
+        ),
+        fix_availability="Fix is sometimes available.",
+    ),
     "FAB006": RuleProse(
         what=(
             "Finds `loss.backward()` where `loss` is computed from the output of a model returned by "
@@ -227,6 +274,9 @@ PROSE: dict[str, RuleProse] = {
             "`fabric.backward(loss)`; a loss computed from the unwrapped module (`model.module(x)`, "
             "`fabric.unwrap`) or detached (`.detach()`, `.item()`); a loss the analysis cannot trace to the "
             "wrapped model (the output of a function it does not follow, such as a loss function passed in); "
+            "a function that neither runs the wrapped model (itself or through what it calls) nor is handed its "
+            "output (a gradient check calling a loss helper the training loop also uses); "
+            "`def backward(self, loss): loss.backward()` in a class of the project (a Fabric stand-in); "
             "the default precision `\"32-true\"`, `\"bf16-true\"`, `\"16-true\"`, `\"64-true\"`, "
             "transformer-engine and XLA (their plugins keep the base backward: `loss.backward()` runs). No hint "
             "is given for those: `fabric run --precision bf16-mixed` would make the call raise, but a script that "
@@ -292,6 +342,40 @@ PROSE: dict[str, RuleProse] = {
             ("error", "every value the analysis sees at the call makes Lightning refuse it (every strategy; for "
                       "`setup_optimizers`, a DeepSpeed or XLA strategy written in the code)"),
         ),
+        fix_availability="Fix is sometimes available.",
+    ),
+    "FAB008": RuleProse(
+        what=(
+            "Finds `fabric.launch(...)` given what it refuses: the result of calling the function "
+            "(`launch(train(fabric))`, when that result is not callable), a function or bound method without a "
+            "parameter (`def train(): ...; launch(train)`), and `launch()` without a function under a strategy "
+            "whose launcher spawns or forks processes (`ddp_spawn`, `ddp_fork`, `ddp_notebook`, `xla`)."
+        ),
+        why=(
+            "`launch` checks its function before anything starts, on every machine and strategy; a called "
+            "function's result raises:"
+        ),
+        not_reported=(
+            "`launch(train)`, `launch(train, config)`, a `functools.partial`, a lambda with a parameter, a "
+            "factory call that returns a function (`launch(make_train(cfg))`), functions taking only `*args`. "
+            "Not a case of this rule: overriding `run()` in a Fabric subclass and starting the script with "
+            "`fabric run` (`_prepare_run_method` raises TypeError \"Overriding `Fabric.run()` and launching from "
+            "the CLI is not allowed\"): the code cannot show the launch mode, such subclasses are rare in public "
+            "code, and the same script started with `python` is correct, so a finding would be wrong far more "
+            "often than right."
+        ),
+        fix=(
+            "`launch(train(fabric))` -> `launch(train)` (the call's other arguments follow: `launch(train, cfg)`); "
+            "adds the missing parameter (`def train(fabric):`, `def fit(self, fabric):`); under `ddp_spawn` / "
+            "`ddp_fork`, `strategy=\"ddp\"`, whose `launch()` runs the script again."
+        ),
+        fix_safety=(
+            "Passing the function is safe when the call's first argument is the launching Fabric (it is what the "
+            "launcher passes), unsafe otherwise. Adding a parameter named as the launching Fabric's variable is "
+            "safe (it shadows a global of that name with the same object). Changing the strategy is unsafe: the "
+            "processes start differently."
+        ),
+        severity=(("error", "always: Lightning refuses the argument on every strategy and machine"),),
         fix_availability="Fix is sometimes available.",
     ),
 }

@@ -13,8 +13,9 @@ class Rule:
     summary: str  # one line, for `fabric-lsp rules` and rule docstrings
 
 
-# FAB003's, FAB004's and FAB006's records are the project's own (records/data/ce209f7f268e625f.json,
-# 5cc4a68dd37501f7.json and 1530a0a419e77f8e.json). Their ids follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
+# FAB003's, FAB004's, FAB005's, FAB006's, FAB007's and FAB008's records are the project's own (records/data/
+# ce209f7f268e625f.json, 5cc4a68dd37501f7.json, 232fae503d8e4e1d.json, 1530a0a419e77f8e.json, ...). Their ids
+# follow the seeds' 16-hex shape: sha256("<repo>\n<filePath>\n<errorMessage>")[:16]
 # of that record's fields. Other runtime paths to a record's root cause (FAB002 under torch FSDP and
 # ModelParallel, FAB004's ValueError for "forward") are in records/paths.json.
 RULES: tuple[Rule, ...] = (
@@ -47,6 +48,13 @@ RULES: tuple[Rule, ...] = (
         'property, a staticmethod) raises AttributeError on every strategy; "forward" raises ValueError.',
     ),
     Rule(
+        "FAB005",
+        "missing-launch",
+        "232fae503d8e4e1d",
+        "A Fabric whose strategy needs several processes (ddp, fsdp, deepspeed, devices>1, ...) used by setup, "
+        "init_module or a collective before fabric.launch() raises RuntimeError, unless started by `fabric run`.",
+    ),
+    Rule(
         "FAB006",
         "loss-backward-on-wrapped-output",
         "1530a0a419e77f8e",
@@ -60,6 +68,13 @@ RULES: tuple[Rule, ...] = (
         "Fabric's setup API refused before anything runs: a model set up twice (ValueError), no_backward_sync on "
         "a model never set up, setup_dataloaders with a list or Dataset (TypeError), setup_optimizers under "
         "DeepSpeed/XLA (RuntimeError).",
+    ),
+    Rule(
+        "FAB008",
+        "launch-misuse",
+        "7affc520177ccdfc",
+        "fabric.launch(train(fabric)) passes the function's result (TypeError: needs to be a callable); "
+        "launch(fn) with fn taking no argument, and launch() without a function under a spawn strategy, raise TypeError.",
     ),
 )
 

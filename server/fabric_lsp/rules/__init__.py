@@ -7,8 +7,10 @@ from fabric_lsp.rules import (
     fab002_missing_reset_parameters,
     fab003_mark_forward_method_bound,
     fab004_mark_forward_method_invalid_name,
+    fab005_missing_launch,
     fab006_loss_backward_on_wrapped_output,
     fab007_setup_misuse,
+    fab008_launch_misuse,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -17,6 +19,8 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab002_missing_reset_parameters.RULE,
     fab003_mark_forward_method_bound.RULE,
     fab004_mark_forward_method_invalid_name.RULE,
+    fab005_missing_launch.RULE,
     fab006_loss_backward_on_wrapped_output.RULE,
     fab007_setup_misuse.RULE,
+    fab008_launch_misuse.RULE,
 )

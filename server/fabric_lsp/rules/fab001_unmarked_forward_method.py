@@ -407,6 +407,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.generate(None)
@@ -425,6 +426,7 @@ class LM(nn.Module):
         return {"temperature": self.temperature}
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.config()
 model.parameters()
@@ -464,6 +466,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.generate(None)  # expect: FAB001 error
 model.mark_forward_method("generate")
@@ -519,6 +522,7 @@ def sample(model, x):
     return model.generate(x)  # expect: FAB001 error
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 sample(model, None)
 sample(model.module, None)
@@ -545,7 +549,9 @@ class Decoder(BaseTrainer):
     def run(self, x):
         return self._model.decode(x)  # expect: FAB001 error
 
-trainer = Decoder(Fabric(strategy="ddp"))
+fabric = Fabric(strategy="ddp")
+fabric.launch()
+trainer = Decoder(fabric)
 trainer.prepare(LM())
 trainer.run(None)
 ''',

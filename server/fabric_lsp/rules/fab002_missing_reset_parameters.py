@@ -349,6 +349,7 @@ class Scale(nn.Module):
         self.weight = nn.Parameter(torch.ones(d))
 
 fabric = Fabric(strategy="fsdp")
+fabric.launch()
 with fabric.init_module(empty_init=False):
     model = Scale(4)
 model = fabric.setup(model)
@@ -381,6 +382,7 @@ class Block(nn.Module):  # expect: FAB002 error
         self.register_buffer("mask", torch.ones(4))
 
 fabric = Fabric(strategy="fsdp")
+fabric.launch()
 with fabric.init_module(empty_init=True):
     model = Block()
 model = fabric.setup(model)

@@ -100,6 +100,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method(model.module.generate)
@@ -135,6 +136,7 @@ class LM(nn.Module):
         return self.head(x)
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method(model.generate)  # expect: FAB003 error
 ''',

@@ -284,6 +284,7 @@ class LM(nn.Module):
         return cls()
 
 fabric = Fabric(strategy="ddp")
+fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method("build")

@@ -47,8 +47,8 @@ def _finding(facts: ProgramFacts, fact: BackwardFact) -> Finding | None:
     loss = source.segment(node.func.value)
     fabric = _fabric_text(fact)
     call_text = f"{fabric or 'fabric'}.backward({loss})"
-    message = (f"`{source.segment(node)}` on the output of a Fabric-wrapped model raises RuntimeError "
-               f"\"{_MESSAGE}\" {why}; call `{call_text}`")
+    message = f"`{source.segment(node)}` on the output of a Fabric-wrapped model"
+    notes = (f"RuntimeError \"{_MESSAGE}\" {why}", f"call `{call_text}`")
     related = []
     origin = strongest.origin
     origin_source = facts.source(origin.path)
@@ -59,6 +59,7 @@ def _finding(facts: ProgramFacts, fact: BackwardFact) -> Finding | None:
         severity=severity,
         span=source.span(node),
         message=message,
+        notes=notes,
         record_id=record_id(CODE),
         related=tuple(related),
         fix=_fix(facts, fact, source, fabric, loss),

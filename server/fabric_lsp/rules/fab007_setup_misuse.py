@@ -14,7 +14,7 @@ import ast
 
 from fabric_lsp.analysis import ProgramFacts, SetupMisuseFact
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id
+from fabric_lsp.rules.base import RuleModule, record_id, where
 
 CODE = "FAB007"
 NAME = "setup-misuse"
@@ -34,18 +34,19 @@ def _again(facts: ProgramFacts, fact: SetupMisuseFact) -> Finding:
     argument = source.segment(fact.argument) if fact.argument is not None else "model"
     origin = fact.origin
     origin_source = facts.source(origin.path)
-    from fabric_lsp.rules.base import where
-
-    message = (
-        f"`{argument}` is already set up by Fabric (at {where(facts, origin.path, origin.site)}): "
+    message = f"`{argument}` is set up by Fabric a second time"
+    notes = (
+        f"it is already set up at {where(facts, origin.path, origin.site)}",
         f"`{source.segment(fact.node.func)}({argument}, ...)` raises ValueError \"A model should be passed only once "
-        f"to the `{fact.method}` method.\" on every strategy; drop the second setup"
+        f"to the `{fact.method}` method.\" on every strategy",
+        "drop the second setup",
     )
     return Finding(
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(fact.node),
         message=message,
+        notes=notes,
         record_id=record_id(CODE),
         related=(Related(origin_source.span(origin.site), f"`{argument}` is set up by Fabric here"),),
         fix=_drop_second_setup(source, fact),
@@ -100,10 +101,11 @@ def _no_backward_sync(facts: ProgramFacts, fact: SetupMisuseFact) -> Finding:
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(fact.node),
-        message=(
-            f"`{argument}` is not a model set up by Fabric: `{source.segment(fact.node.func)}({argument})` raises "
-            "TypeError \"You need to set up the model first before you can call `fabric.no_backward_sync()`\" on "
-            f"every strategy; pass the model `fabric.setup` returned"
+        message=f"`{argument}` is not a model set up by Fabric",
+        notes=(
+            f"`{source.segment(fact.node.func)}({argument})` raises TypeError \"You need to set up the model first "
+            "before you can call `fabric.no_backward_sync()`\" on every strategy",
+            "pass the model `fabric.setup` returned",
         ),
         record_id=record_id(CODE),
         fix=_assign_discarded_setup(source, fact),
@@ -120,9 +122,11 @@ def _dataloaders(facts: ProgramFacts, fact: SetupMisuseFact) -> Finding:
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(fact.argument if fact.argument is not None else fact.node),
-        message=(
-            f"`{argument}` is {fact.detail}, not a DataLoader: `setup_dataloaders` raises TypeError \"Only PyTorch "
-            f"DataLoader are currently supported in `setup_dataloaders`.\" on every strategy; {hint}"
+        message=f"`{argument}` is {fact.detail}, not a DataLoader",
+        notes=(
+            "`setup_dataloaders` raises TypeError \"Only PyTorch DataLoader are currently supported in "
+            "`setup_dataloaders`.\" on every strategy",
+            hint,
         ),
         record_id=record_id(CODE),
         fix=_spread(source, fact) if fact.detail in ("a list", "a tuple") else _wrap_in_dataloader(source, fact),
@@ -195,10 +199,11 @@ def _jointly(facts: ProgramFacts, fact: SetupMisuseFact) -> Finding:
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(fact.node),
-        message=(
-            f"`{source.segment(fact.node.func)}(...)` under the {fact.detail} raises RuntimeError \"The "
-            f"`{fact.detail}` requires the model and optimizer(s) to be set up jointly through `.setup(model, "
-            "optimizer, ...)`.\"; set them up together with `fabric.setup(model, optimizer)`"
+        message=f"`{source.segment(fact.node.func)}(...)` apart from the model under the {fact.detail}",
+        notes=(
+            f"RuntimeError \"The `{fact.detail}` requires the model and optimizer(s) to be set up jointly through "
+            "`.setup(model, optimizer, ...)`.\"",
+            "set them up together with `fabric.setup(model, optimizer)`",
         ),
         record_id=record_id(CODE),
         fix=None,
