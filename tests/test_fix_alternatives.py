@@ -32,6 +32,11 @@ CROSS_FILE = (
     "fab002_flow_init_module_class_elsewhere",
     "fab002_flow_meta_factory_class_elsewhere",
 )
+# Cross-file fixes with no in-file alternative: FAB004's edit of a computed name's literal, written in the
+# caller's file (the helper that builds the name has nothing to correct).
+CROSS_FILE_NO_ALTERNATIVE = (
+    "fab004_head_name_typo_helper",
+)
 
 
 def fabric_lsp(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -95,14 +100,28 @@ def test_alternative_applied_in_the_finding_file_runs_clean(name, tmp_path):
     _runs_clean(copied, applicable_modes(copied))
 
 
+@pytest.mark.parametrize("name", CROSS_FILE_NO_ALTERNATIVE)
+def test_cross_file_fix_without_alternative_is_not_applied(name, tmp_path):
+    copied = _copy(CASES[name], tmp_path)
+    crossing = _cross_file_findings(_json(".", cwd=copied.root))
+    assert crossing, "the case must have a fix that edits another file"
+    own = sorted({os.path.relpath(f["filename"], copied.root) for f in crossing})
+    before = _snapshot(copied.root)
+    shown = _json(*own, cwd=copied.root)
+    assert shown and all(f["fix"] is None for f in shown), shown  # the finding stays, with no fix
+    fixed = fabric_lsp("check", "--no-cache", "--fix", "--unsafe-fixes", "--hints", "--exit-zero", *own, cwd=copied.root)
+    assert fixed.returncode == 0 and "outside the checked paths; not fixed" in fixed.stderr, fixed.stderr
+    assert _snapshot(copied.root) == before, "no file changes"
+
+
 def test_every_cross_file_case_is_listed(tmp_path):
-    """The list above is every multi-file case with labels whose fix edits another file."""
+    """The lists above are every multi-file case with labels whose fix edits another file."""
     found = []
     for case in CASES.values():
         if case.path.is_dir() and case.labels and not case.skip_reason \
                 and _cross_file_findings(_json(str(case.path), cwd=tmp_path)):
             found.append(case.name)
-    assert tuple(sorted(found)) == CROSS_FILE
+    assert tuple(sorted(found)) == tuple(sorted(CROSS_FILE + CROSS_FILE_NO_ALTERNATIVE))
 
 
 # -- programs the fixtures do not hold: every form of FAB001's alternative, and torch FSDP for FAB002 ------

@@ -338,6 +338,18 @@ def test_harness_fix_of_a_call_valued_receiver_unwraps_once(tmp_path):
     assert _problems(tmp_path, body) == []
 
 
+def test_harness_fixes_a_method_name_computed_at_run_time(tmp_path):
+    # getattr(w, name)(...) -> getattr(getattr(w, "module", w), name)(...): both names of the loop are proven.
+    body = 'for stage in ("en", "de"):\n    getattr(model, f"{stage}code")(1)  # expect: FAB001 error\n'
+    assert _problems(tmp_path, body) == []
+
+
+def test_harness_rejects_a_getattr_call_that_stays_unlabelled(tmp_path):
+    body = 'getattr(model, "encode")(1)  # expect: FAB001 error\ngetattr(model, "decode")(2)\n'
+    problems = _problems(tmp_path, body)
+    assert len(problems) == 1 and "fab001_probe.py:" in problems[0], problems
+
+
 # --------------------------------------------------------------------------- library cases
 
 LIBS_PROBE = (

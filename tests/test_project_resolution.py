@@ -150,7 +150,7 @@ def test_fixture_imports_resolve_to_the_case_files():
             for item in scan_imports(text):
                 if item.module.split(".")[0] in ("torch", "lightning", "torchmetrics", "sys", "os", "json", "math",
                                                  "argparse", "functools", "dataclasses", "typing", "random",
-                                                 "__future__", "contextlib", "lightning_fabric", "collections"):
+                                                 "__future__", "contextlib", "lightning_fabric", "collections", "importlib"):
                     continue
                 location = resolver.resolve(item.module, str(path), item.level)
                 assert location is not None and str(case) in location.path, (path, item)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -80,3 +81,19 @@ def test_setup_calls_past_the_memory_bound_leave_flows_unknown(tmp_path):
     notices = [line for line in result.stderr.splitlines() if f"more than {MAX_SETUP_SITES} fabric.setup()" in line]
     assert len(notices) == 1, result.stderr
     assert "FAB001" not in result.stdout  # unknown is never a finding at warning or above
+
+
+def test_order_of_setups_past_the_bound_says_so(tmp_path):
+    """A frame carries the order of at most MAX_ORDERED_WRAPS wrapped models (carrying all of them made 8k
+    setups cost 18x 1k); past it the old rule holds for the rest, once in a notice, and every call is
+    still found."""
+    from fabric_lsp.analysis.flow import MAX_ORDERED_WRAPS
+
+    for count, noticed in ((MAX_ORDERED_WRAPS - 1, False), (MAX_ORDERED_WRAPS + 6, True)):
+        path = tmp_path / f"setups_{count}.py"
+        path.write_text(source_with_setups(count), encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--format", "json", str(path)],
+                                cwd=tmp_path, env=server_env(), capture_output=True, text=True, timeout=300)
+        findings = json.loads(result.stdout)
+        assert sum(f["code"] == "FAB001" for f in findings) == count + 1, result.stderr
+        assert result.stderr.count("the order of setups was followed") == (1 if noticed else 0), result.stderr

@@ -31,7 +31,7 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     When a run fails with a rule's exception at a label, the fix for that label is applied to the copy
     and the case runs again, so every label of a file is proven, not only the first one reached:
     FAB001 ``w.m(...)`` -> ``getattr(w, "module", w).m(...)`` (that call site only; ``w.module.m(...)``
-    when ``w`` contains a call), FAB003
+    when ``w`` contains a call; ``getattr(w, name)(...)`` -> ``getattr(getattr(w, "module", w), name)(...)``), FAB003
     ``mark_forward_method(w.m)`` / ``mark_forward_method(Cls.m)`` -> ``mark_forward_method("m")``,
     FAB004 ``w.mark_forward_method("x")`` -> ``None`` (the invalid mark is dropped; the call must sit on
     one line), FAB006 ``loss.backward(...)`` -> ``fabric.backward(loss, ...)`` (one line; the Fabric is named
@@ -749,6 +749,21 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
                 points.append((value.lineno, span, f'getattr({text}, "module", {text})'))
             else:
                 points.append((value.end_lineno, value.end_col_offset, ".module"))
+        for node in ast.walk(tree):
+            # getattr(w, name)(...) -> getattr(getattr(w, "module", w), name)(...): a name computed at run time.
+            func = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(func, ast.Call)
+                and isinstance(func.func, ast.Name)
+                and func.func.id == "getattr"
+                and len(func.args) >= 2
+                and func.end_lineno == label.line
+            ):
+                value = func.args[0]
+                if value.lineno == value.end_lineno and not any(isinstance(n, ast.Call) for n in ast.walk(value)):
+                    raw = lines[value.lineno - 1].encode("utf-8")
+                    text = raw[value.col_offset : value.end_col_offset].decode("utf-8")
+                    points.append((value.lineno, (value.col_offset, value.end_col_offset), f'getattr({text}, "module", {text})'))
     elif label.code == "FAB003":
         points = []
         for node in ast.walk(tree):

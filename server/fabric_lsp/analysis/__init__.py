@@ -16,12 +16,17 @@ from dataclasses import dataclass, field
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.launch_docs import launch_documents
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key
+from fabric_lsp.analysis.flow import (
+    MAX_ORDERED_WRAPS, Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key,
+)
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
+from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.torch_facts import wrapper_attributes
-from fabric_lsp.analysis.values import Bound, Class, Container, FabricValue, Instance, Strategy, Wrapped, const
+from fabric_lsp.analysis.values import (
+    Bound, Class, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
+)
 from fabric_lsp.findings import Span
 
 log = logging.getLogger("fabric_lsp.analysis")
@@ -63,6 +68,9 @@ class WrappedPath:
     strategy: Strategy
     cls: ClassRef  # None: the class could not be seen
     compiled: bool
+    # The class is known only from an annotation (Instance.declared: path, annotation node, what it
+    # annotates): the object may be of a subclass, so a name missing on `cls` is unknown, not missing.
+    declared: tuple | None = None
 
 
 @dataclass
@@ -455,20 +463,23 @@ def wrapped_paths(facts: ProgramFacts, origin: Origin, variant=None, wrapped: Wr
             continue
         strategy = facts.strategy(fabric)
         for model in models:
-            cls, compiled = None, False
+            cls, compiled, declared = None, False, None
             if isinstance(model, Instance):
                 cls = facts.resolver.ref_of(model.cls)
                 compiled = model.compiled
-            paths.append(WrappedPath(origin, fabric, strategy, cls, compiled))
+                declared = model.declared
+            paths.append(WrappedPath(origin, fabric, strategy, cls, compiled, declared))
     return paths
 
 
 def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
-    """One fact per call node, with the paths on which the method is not marked before the call.
-    A mark in another function counts as made before (the order cannot be told); a mark whose name
-    cannot be read counts for every method."""
-    by_node: dict[int, MethodCallFact] = {}
+    """One fact per call node and method, with the paths on which the method is not marked before the
+    call: in the order of the statements and of the calls that lead there (analysis.order); where that
+    order cannot be told, a mark in another function counts as made before. A mark whose name cannot be
+    read counts for every method."""
+    by_node: dict[tuple, MethodCallFact] = {}
     marks = _marks_by_origin(events, facts.solver)
+    order = CallOrder(facts.program, facts.solver, events)
     always_wrapped: dict[int, bool] = {}
     for event in events:
         if event.kind == "wcall":
@@ -485,21 +496,26 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             continue
         method = event.data["method"]
         site = id(wrapped.site)
-        marked = (
-            event.data["marked"]
-            or bool(marks.get((site, method), set()) - {id(event.scope)})
-            or (site, None) in marks
-        )
-        if marked:
+        if event.data["marked"] or (site, None) in marks:
             continue
-        fact = by_node.get(id(event.node))
+        elsewhere = bool(marks.get((site, method), set()) - {id(event.scope)})
+        if not order.unmarked(event.scope, wrapped, method, event.data.get("before", frozenset()), origin.scope, elsewhere):
+            continue
+        fact = by_node.get((id(event.node), method))
         if fact is None:
             func = event.data.get("func")
             span_node = func[3] if func is not None and func[0] == "attr" else getattr(event.node, "func", event.node)
-            fact = by_node[id(event.node)] = MethodCallFact(event.node, event.path, span_node, method, event.scope,
-                                                            receiver_always_wrapped=always_wrapped[id(event.node)])
+            fact = by_node[(id(event.node), method)] = MethodCallFact(
+                event.node, event.path, span_node, method, event.scope,
+                receiver_always_wrapped=always_wrapped[id(event.node)])
         fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, wrapped) if p not in fact.paths)
-    facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
+    if order.notice:
+        facts.notices.append(f"{facts.program.root}: {order.notice}")
+    if facts.solver.peek(("order_bound",)):
+        facts.notices.append(
+            f"{facts.program.root}: the order of setups was followed for {MAX_ORDERED_WRAPS} wrapped models on one "
+            "function's way (counted); past that a mark made anywhere counts as made before a call")
+    facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.method))
 
 
 def _marks_by_origin(events: list[Event], solver: Solver) -> dict[tuple, set[int]]:
@@ -820,6 +836,17 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
         return MethodInfo("attribute", class_name, owner.source.span(definition), None)
     span = owner.source.span_of_name_in(definition, name)
     kind = decorator_kind(definition)
+    if kind == "property":
+        returned = _property_returns(facts, owner, name)
+        if returned is not None:
+            kind, target = returned
+            if kind == "property_method" and target is not None and runs:
+                # Looked up on the original module it is a bound method: Lightning's wrapper tracks it.
+                inner = runs_module(cls, target)
+                verdict = RunsModule(inner.runs, f"a property returning `self.{target}`, which {inner.reason}",
+                                     inner.certain)
+                return MethodInfo(kind, class_name, span, verdict)
+            return MethodInfo(kind, class_name, span, None)
     if kind in ("method", "classmethod") and _is_generator(definition):
         return MethodInfo("generator", class_name, span, None)
     verdict = runs_module(cls, name) if kind in ("method", "classmethod") else None
@@ -827,7 +854,7 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
 
 
 _LIBRARY_KINDS = {"method": "method", "classmethod": "classmethod", "staticmethod": "staticmethod",
-                  "property": "property", "property_method": "property", "attribute": "attribute"}
+                  "property": "property", "property_method": "property_method", "attribute": "attribute"}
 
 
 def _library_method_info(runs_module, owner: LibraryClass, name: str, class_name: str) -> MethodInfo:
@@ -839,6 +866,34 @@ def _library_method_info(runs_module, owner: LibraryClass, name: str, class_name
     kind = _LIBRARY_KINDS.get(kind, kind)
     runs = runs_module(owner, name) if kind in ("method", "classmethod") else None
     return MethodInfo(kind, class_name, None, runs)
+
+
+def _property_returns(facts: ProgramFacts, owner: ClassInfo, name: str) -> tuple[str, str | None] | None:
+    """What the getter of the property `name` returns, read from the value flow: ("property_method",
+    the method's name or None when not one method) when it returns a bound method (`return
+    self._greedy`: Lightning's `isinstance(getattr(module, name), MethodType)` holds); ("unknown",
+    None) when it may return anything; ("property", None) when it returns no method. None: the
+    getter's run is not in the flow."""
+    class_scope = facts.solver.classes.get(owner.key) if owner.key is not None else None
+    getter = None
+    for child in class_scope.children if class_scope is not None else ():
+        if child.kind == ir.FUNCTION and child.name == name and child.class_scope is class_scope and not (
+                {"setter", "deleter"} & set(child.decorator_names)):
+            getter = child
+    if getter is None:
+        return None
+    values = [v for v in facts.solver.peek(("return", getter)) if v != _NONE_VALUE]
+    if not values:
+        return None
+    if any(isinstance(v, Unknown) for v in values):
+        return "unknown", None
+    methods = [v for v in values if (isinstance(v, Bound) and not isinstance(v.receiver, Class))
+               or (isinstance(v, Special) and v.kind == "lib_method")]
+    if not methods:
+        return "property", None
+    targets = {v.function.scope.name for v in methods if isinstance(v, Bound) and not v.function.external}
+    one = len(methods) == len(values) and len(targets) == 1
+    return "property_method", (next(iter(targets)) if one else None)
 
 
 def _method_alias(owner: ClassInfo, value: ast.AST):

@@ -102,11 +102,15 @@ ClassRef = Union[ClassInfo, LibraryClass, None]
 
 
 def decorator_kind(function: FunctionNode) -> str:
-    """'staticmethod', 'classmethod', 'property' or 'method'."""
+    """'staticmethod', 'classmethod', 'property', 'singledispatchmethod' or 'method'."""
     for decorator in function.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         if name in ("staticmethod", "classmethod"):
+            return name
+        if name == "singledispatchmethod":
+            # Looked up on an instance it gives a plain function (not a MethodType): Lightning's
+            # wrapper neither tracks it nor lets it be marked.
             return name
         if name in ("property", "cached_property", "setter", "getter", "deleter"):
             return "property"

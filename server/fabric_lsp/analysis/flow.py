@@ -64,6 +64,7 @@ from fabric_lsp.analysis.values import (
     Function,
     Instance,
     Lib,
+    Marked,
     Module,
     Partial,
     Special,
@@ -82,6 +83,10 @@ MAX_MRO = 40
 STEPS_PER_SCOPE = 60  # interpretations allowed per scope of the program, on average
 MIN_STEPS = 1000
 MAX_LOOP_PASSES = 3
+# Models wrapped on one frame's way that carry their order (analysis/order.py); past it a further setup's
+# model is not carried (counted, so the same on every run): for it the old rule holds (a mark made anywhere
+# counts as made before a call). Carrying every setup made a file of 8k setups cost 18x one of 1k.
+MAX_ORDERED_WRAPS = 64
 MAX_CALL_VALUES = 32  # callees tried at one call site
 MAX_PARTIAL_DEPTH = 4
 # `fabric.setup()` call sites one program may hold: each carries tables and events, so this bounds a
@@ -169,7 +174,10 @@ class _Frame:
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
         self.env: dict[str, frozenset] = {}
-        self.marked: frozenset = frozenset()  # (Wrapped, name) marked on the way here
+        # What happened on the way here, in this scope and in the calls it made: Marked(wrapped, name)
+        # for each mark, and each Wrapped whose setup ran (so a call before a setup or a mark is told
+        # from one after it; analysis._method_calls carries it into the functions called).
+        self.marked: frozenset = frozenset()
         self.meta: MetaTag | None = None  # innermost meta-device context (a `with`)
         self.default_meta: MetaTag | None = None  # torch.set_default_device("meta")
         self.cells: dict[str, frozenset] = {}
@@ -269,7 +277,7 @@ def _merged(old: frozenset | None, values: frozenset, saturated: bool, without_c
 # names). More than MAX_SET values (a decorator that receives every function of a module, a registry
 # of hundreds of classes): only what the rules follow is kept, with UNKNOWN. Either way the set keeps
 # that form from then on, so it never changes back and forth and the fixed point is still reached.
-_FOLLOWED = (Wrapped, WrappedMethod, FabricValue)
+_FOLLOWED = (Wrapped, WrappedMethod, FabricValue, Marked)
 
 
 def _saturated(values: frozenset) -> frozenset:
@@ -317,6 +325,7 @@ class Solver:
         self._sort_keys: dict = {}
         self._without_constants: set[tuple] = set()
         self._events: list[Event] = []
+        self._made: set = set()  # this run's marks and setups, its callees' included (the "made" table)
         self._strategies: dict[int, Strategy] = {}
         self._split_files: dict[str, bool] = {}
 
@@ -473,6 +482,7 @@ class Solver:
         return True
 
     def _interpret(self, scope: ir.Scope) -> None:
+        self._made = set()
         decider = _decider(scope) if scope.kind in (ir.FUNCTION, ir.MODULE) and self._may_split(scope.path) else None
         if decider is not None and self._static(decider.expression, _Frame(scope)) is not _NO:
             decider = None  # decided by constants of the program: nothing to split
@@ -481,6 +491,9 @@ class Solver:
             if decider is not None:
                 frame.decider, frame.variant = decider, ((decider.node, outcome),)
             self._interpret_case(scope, frame)
+        if self._made and scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            # What a call of it may have marked or wrapped when it returns (in any order inside it).
+            self.write(("made", scope), frozenset(self._made))
         self.events[self.order[id(scope)]] = self._events
 
     def _may_split(self, path: str) -> bool:
@@ -532,7 +545,8 @@ class Solver:
                 frame.self_values = values
             else:
                 if entry or UNKNOWN in values:
-                    values = values | self._annotation_values(scope, param)
+                    values = values | self._annotation_values(scope, param.name, param.annotation_node,
+                                                              f"the parameter `{param.name}`")
                 if entry:
                     values = values | self.read(("default", scope, param.name)) | JUST_UNKNOWN
             if param.kind == "varargs" and not values:
@@ -541,18 +555,47 @@ class Solver:
             if param.name in scope.cellvars:
                 frame.cells[param.name] = frame.cells.get(param.name, NOTHING) | values
 
-    def _annotation_values(self, scope: ir.Scope, param: ir.Param) -> frozenset:
-        annotated = self.read(("annotation", scope, param.name))
+    def _annotation_values(self, scope: ir.Scope, name: str, node, what: str) -> frozenset:
+        """What the annotation of a parameter (or of the return, name "return") of `scope` declares."""
+        return self._declared(self.read(("annotation", scope, name)), scope.path, node, what,
+                              f"a Fabric passed in as `{name}`" if name != "return" else f"a Fabric returned by `{scope.name}`")
+
+    def _declared(self, annotated: frozenset, path: str, node, what: str, fabric_origin: str | None = None) -> frozenset:
+        """Instances of the classes an annotation names, marked as known only from it (Instance.declared);
+        Fabric objects of unknown origin for a Fabric class."""
         found = set()
         for value in annotated:
             if isinstance(value, Lib) and value.qualified in FABRIC_CLASS_NAMES:
-                found.add(FabricValue(None, None, None, f"a Fabric passed in as `{param.name}`"))
+                found.add(FabricValue(None, None, None, fabric_origin or f"a Fabric declared as {what}"))
             elif isinstance(value, Class):
                 if self.is_fabric_class(value):
-                    found.add(FabricValue(None, None, value, f"a Fabric passed in as `{param.name}`"))
+                    found.add(FabricValue(None, None, value, fabric_origin or f"a Fabric declared as {what}"))
                 else:
-                    found.add(Instance(value))
+                    found.add(Instance(value, declared=(path, node, what) if node is not None else None))
+            elif isinstance(value, Lib) and normalize_torch_name(value.qualified).startswith(("torch.nn.", "torchmetrics.")):
+                found.add(Instance(Lib(normalize_torch_name(value.qualified)), declared=(path, node, what)))
+            elif isinstance(value, Lib) and library_models.is_library_name(value.qualified) \
+                    and library_models.is_class(value.qualified):
+                found.add(Instance(value, declared=(path, node, what)))
         return frozenset(found)
+
+    def _e_annotated(self, expr, frame) -> frozenset:
+        """`x: T = value`: where the value is unknown, an instance of T (Instance.declared says so)."""
+        _, value_expr, annotation, node, target = expr
+        values = self.ev(value_expr, frame)
+        if UNKNOWN not in values:
+            return values
+        declared = self._declared(self.ev(annotation, frame), frame.scope.path, node, f"`{target}`")
+        return (values - JUST_UNKNOWN) | declared if declared else values
+
+    def _s_declare(self, statement, frame: _Frame) -> None:
+        """`actor: PPOActor` in a class body: the declared type of the attribute on its instances."""
+        if frame.scope.kind != ir.CLASS:
+            return
+        _, name, annotation, node = statement
+        key = class_key(frame.scope)
+        self.write(("declared", key, name), self._declared(self.ev(annotation, frame), frame.scope.path, node,
+                                                           f"`{key.qualname}.{name}`"))
 
     def _self_values(self, class_scope: ir.Scope) -> frozenset:
         """`self` in a method of a class: instances of it and of its subclasses (Fabric subclasses:
@@ -708,6 +751,11 @@ class Solver:
     def _s_return(self, statement, frame: _Frame) -> None:
         frame.statement = statement[2]
         values = self.ev(statement[1], frame) if statement[1] is not None else frozenset({const(None)})
+        scope = frame.scope
+        if UNKNOWN in values and scope.returns is not None:
+            declared = self._annotation_values(scope, "return", scope.returns_node, f"what `{scope.name}` returns")
+            if declared:
+                values = (values - JUST_UNKNOWN) | declared
         if frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
             self.write(("return", frame.scope), values)
 
@@ -918,6 +966,8 @@ class Solver:
                 self.write(("default", child, param.name), self.ev(param.default, frame))
             if param.annotation is not None:
                 self.write(("annotation", child, param.name), self.ev(param.annotation, frame))
+        if child.returns is not None:
+            self.write(("annotation", child, "return"), self.ev(child.returns, frame))
 
     def _s_class(self, statement, frame: _Frame) -> None:
         _, name, child, bases, keywords, decorators, node = statement
@@ -1123,7 +1173,7 @@ class Solver:
             if isinstance(obj, Instance) and isinstance(obj.cls, Class):
                 if self._property_setter(obj, name, values):
                     continue
-                self.write(("field", obj.cls, name), values)
+                self.write(("field", obj.cls, name), self._with_declared(obj.cls, name, values))
             elif isinstance(obj, FabricValue) and obj.cls is not None:
                 self.write(("field", obj.cls, name), values)
             elif isinstance(obj, Wrapped):
@@ -1134,6 +1184,18 @@ class Solver:
                 self.write(("global", obj.path, name), values)
             elif isinstance(obj, Class) and not obj.external:
                 self.write(("classattr", obj, name), values)
+
+    def _with_declared(self, cls: Class, name: str, values: frozenset) -> frozenset:
+        """An unknown value stored in an attribute that a class body along the MRO declares (`actor:
+        PPOActor`): an instance of the declared class."""
+        if UNKNOWN not in values:
+            return values
+        for ref in self.mro(cls):
+            if isinstance(ref, Class) and not ref.external:
+                declared = self.read(("declared", ref, name))
+                if declared:
+                    return (values - JUST_UNKNOWN) | declared
+        return values
 
     def _property_setter(self, obj: Instance, name: str, values: frozenset) -> bool:
         """`obj.name = values` where the class binds `name` to a property with a setter: the setter
@@ -1440,6 +1502,30 @@ class Solver:
         child = expr[1]
         self._define(child, frame)
         return frozenset({Function(child)})
+
+    def _e_fstr(self, expr, frame) -> frozenset:
+        """The strings an f-string can make from the constants its parts hold (`f"{stage}_fast"` with
+        `stage` from a literal tuple); unknown past MAX_CONSTANTS of them or for a part that is not a
+        string or an integer constant."""
+        texts = {""}
+        unknown = False
+        for part in expr[1]:
+            values = self.ev(part, frame)
+            pieces = set()
+            for value in values:
+                if isinstance(value, Const) and value.kind in ("str", "int"):
+                    pieces.add(str(value.value))
+                else:
+                    unknown = True
+            if unknown or not pieces:
+                unknown = True
+                continue
+            texts = {text + piece for text in texts for piece in pieces}
+            if len(texts) > MAX_CONSTANTS:
+                unknown = True
+        if unknown:
+            return JUST_UNKNOWN
+        return frozenset(const(text) for text in texts)
 
     def _e_arith(self, expr, frame) -> frozenset:
         """`a + b`, `-a`: unknown, carrying the wrapped model's outputs among the operands."""
@@ -1759,7 +1845,7 @@ class Solver:
             if found and owner is None:
                 return frozenset(found)
         if name in ("setup", "setup_module", "init_module", "launch", "setup_optimizers", "setup_dataloaders",
-                    "no_backward_sync") or name in LAUNCH_CHECKED_METHODS:
+                    "no_backward_sync", "call") or name in LAUNCH_CHECKED_METHODS:
             return frozenset({Special("fabric_method", fabric, name)})
         if name == "__init__" and library_only:
             return frozenset({Special("fabric_init", fabric)})  # super().__init__(...) in a subclass
@@ -1769,7 +1855,11 @@ class Solver:
     def subscript(self, objects: frozenset, keys: frozenset) -> frozenset:
         found = set()
         for obj in objects:
-            if isinstance(obj, Container):
+            if isinstance(obj, Class) or (isinstance(obj, Lib) and _is_generic_class(obj.qualified)):
+                # `Trainer[PPOConfig]`: a generic alias, which a class statement subclasses and a call
+                # instantiates as the class itself (`class PPOTrainer(Trainer[PPOConfig])`).
+                found.add(obj)
+            elif isinstance(obj, Container):
                 for key in keys:
                     if isinstance(key, Const):
                         found.update(self.read(("element", obj.site, key)))
@@ -1873,8 +1963,8 @@ class Solver:
             return self._library_call(callee.qualified, call)
         if isinstance(callee, WrappedMethod):
             self._event("wcall", call, wrapped=callee.wrapped, method=callee.name,
-                        marked=(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
-                        receivers=call.receivers)
+                        marked=Marked(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
+                        receivers=call.receivers, before=call.frame.marked)
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
@@ -1938,6 +2028,35 @@ class Solver:
         return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5], context[6]))
 
     def _call_function(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
+        if node is not None and frame is not None:
+            # The order of calls: what was marked and wrapped before this call (analysis._method_calls).
+            self._event_at("enter", node, frame, callee=scope, before=frame.marked)
+        else:
+            self.write(("unordered", scope), _TRUE)  # a property read: where it happens is not recorded
+        try:
+            return self._bind_call(scope, args, kwargs, node, frame)
+        finally:
+            if frame is not None:
+                made = frozenset(v for v in self.read(("made", scope)) if isinstance(v, (Marked, Wrapped)))
+                if made:
+                    self._carry(frame, made)
+
+    def _carry(self, frame: _Frame, happened: frozenset) -> None:
+        """Add marks and wrapped models to what happened on the frame's way (and to what this run made).
+        New wrapped models that would take the frame past MAX_ORDERED_WRAPS are all left out (all, not
+        some: which ones a set yields first is not fixed); the table ("order_bound",) says so (a table,
+        so an incremental run that does not interpret this scope again still knows)."""
+        new_wraps = frozenset(v for v in happened if isinstance(v, Wrapped)) - frame.marked
+        if new_wraps and len(frame.marked) + len(new_wraps) > MAX_ORDERED_WRAPS:  # (counted only then)
+            held = sum(1 for v in frame.marked if isinstance(v, Wrapped))
+            if held + len(new_wraps) > MAX_ORDERED_WRAPS:
+                self.write(("order_bound",), _TRUE)
+                happened = frozenset(v for v in happened if not isinstance(v, Wrapped))
+        if happened:
+            frame.marked = frame.marked | happened
+            self._made.update(happened)
+
+    def _bind_call(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
         bound: dict[str, set] = {}
         positional = [p for p in params if p.kind == "positional"]
@@ -2133,7 +2252,7 @@ class Solver:
                 break
             if index >= len(fields):
                 break
-            self.write(("field", cls, fields[index]), values)
+            self.write(("field", cls, fields[index]), self._with_declared(cls, fields[index], values))
             given.add(fields[index])
         for name, values in call.kwargs:
             if name is None:
@@ -2145,7 +2264,7 @@ class Solver:
                         given.add(key)
                 continue
             if name in fields:
-                self.write(("field", cls, name), values)
+                self.write(("field", cls, name), self._with_declared(cls, name, values))
                 given.add(name)
         for name in fields:
             if name not in given:
@@ -2410,6 +2529,10 @@ class Solver:
             self.write(("element", site, ANY_KEY), values)
             self.write(("elements", site), values)
             return frozenset({Container(site, frame.scope.path)})
+        if name == "type" and len(call.args) == 1 and not call.kwargs:
+            # `type(model.module)`: the class of an instance (so `type(m).generate` is the plain function);
+            # of anything else (the Fabric wrapper, a value we cannot see) unknown.
+            return frozenset(value.cls if isinstance(value, Instance) else UNKNOWN for value in call.positional(0))
         if name == "next":
             return self.iter_values(call.positional(0))
         if name == "enumerate":
@@ -2525,6 +2648,7 @@ class Solver:
                 self.write(("setup_fabric", (site, frame.variant)), frozenset({fabric}))
             self._event("setup", call, values=modules, fabric=fabric)
             wrapped = Wrapped(site, frame.scope.path, frame.variant)
+            self._carry(frame, frozenset({wrapped}))
             if method == "setup_module":
                 return frozenset({wrapped})
             optimizers = [values for starred, values in call.args[1:]]
@@ -2558,6 +2682,8 @@ class Solver:
             if call.args:
                 self.write(key, call.positional(0))
             return frozenset({Special("init_module", fabric, call.node)})
+        if method == "call":
+            return self._callback_call(fabric, call)
         if method == "launch":
             functions = call.positional(0) | call.keyword("function")
             if not functions:
@@ -2571,6 +2697,30 @@ class Solver:
                 result = result | self.call_value(function, inner)
             return result
         return JUST_UNKNOWN
+
+    def _callback_call(self, fabric: FabricValue, call: "_Call") -> frozenset:
+        """`fabric.call("on_epoch_end", model=model)`: every callback given as `Fabric(callbacks=...)` that
+        has a method of that name gets the other arguments (keywords its signature does not take are left
+        out, as Lightning does; _bind_call drops them unless it has **kwargs)."""
+        hooks = [v.value for v in call.positional(0) | call.keyword("hook_name") if isinstance(v, Const) and v.kind == "str"]
+        if not hooks or fabric.site is None or call.depth >= MAX_PARTIAL_DEPTH:
+            return _NONE
+        callbacks = set()
+        for node in [fabric.site] + [v.extra for v in self.ordered(self.read(("fabric_init", fabric.site)))]:
+            given = self.read(("fabric_kw", node, "callbacks"))
+            for spread in self.read(("fabric_kw", node, "**")):
+                if isinstance(spread, Container):
+                    given = given | self.read(("element", spread.site, const("callbacks")))
+            for value in given:
+                callbacks.update(self.iter_values(frozenset({value})) if isinstance(value, Container) else (value,))
+        inner = _Call(call.node, call.func_expr, call.args[1:], [(k, v) for k, v in call.kwargs if k != "hook_name"],
+                      call.frame, call.depth + 1)
+        for callback in self.ordered(v for v in callbacks if isinstance(v, Instance) and isinstance(v.cls, Class)):
+            for hook in hooks:
+                for method in self.ordered(self.attribute(frozenset({callback}), hook, None, call.frame)):
+                    if isinstance(method, (Bound, Function)) and not (isinstance(method, Bound) and method.function.external):
+                        self.call_value(method, inner)
+        return _NONE
 
     def _container_call(self, container: Container, method: str, call: "_Call") -> frozenset:
         site = container.site
@@ -2637,7 +2787,9 @@ class Solver:
             argument_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "method"), None)
         self._event("mark", call, wrapped=wrapped, arguments=arguments, names=frozenset(names), unknown=unknown,
                     argument=argument_node)
-        frame.marked = frame.marked | frozenset((wrapped, name) for name in names)
+        marks = frozenset(Marked(wrapped, name) for name in names)
+        frame.marked = frame.marked | marks
+        self._made.update(marks)
 
     # -- strategies ---------------------------------------------------------------------------------------------
     def _record_fabric_arguments(self, call: "_Call") -> None:
@@ -3093,6 +3245,13 @@ def _merged_how(strategies: list[Strategy]) -> object:
     return "mixed"
 
 
+def _is_generic_class(qualified: str) -> bool:
+    """A library name that subscripts into a generic alias of a class (`Generic[T]`, `dict[str, int]`,
+    `nn.ModuleList`), not into an element (`os.environ["X"]`)."""
+    module, _, name = qualified.rpartition(".")
+    return module in ("typing", "typing_extensions", "collections.abc", "builtins") or name[:1].isupper()
+
+
 def _compiled(value):
     if isinstance(value, Instance):
         return value._replace(compiled=True)
@@ -3508,7 +3667,9 @@ def _describe(value) -> str:
         where = f"{meta[0]}:{meta[3]}:{_describe(meta[2])}" if meta else ""
         if meta:
             where += _describe_variant(meta[6])
-        return f"{_describe(value.cls)}:{where}:{value.compiled}"
+        declared = value.declared
+        annotated = f":{declared[0]}:{_describe(declared[1])}:{declared[2]}" if declared else ""
+        return f"{_describe(value.cls)}:{where}:{value.compiled}{annotated}"
     if isinstance(value, Bound):
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
     if isinstance(value, WrappedMethod):
@@ -3557,6 +3718,7 @@ _STATEMENTS = {
     "global": Solver._s_global,
     "nonlocal": Solver._s_global,
     "match": Solver._s_match,
+    "declare": Solver._s_declare,
 }
 
 _EXPRESSIONS = {
@@ -3576,6 +3738,8 @@ _EXPRESSIONS = {
     "walrus": Solver._e_walrus,
     "lambda": Solver._e_lambda,
     "unknown": Solver._e_unknown,
+    "fstr": Solver._e_fstr,
+    "annotated": Solver._e_annotated,
     "comp": Solver._e_comp,
     "arith": Solver._e_arith,
 }

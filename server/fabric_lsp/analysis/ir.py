@@ -24,8 +24,10 @@ Expression forms                                  Statement forms
   ("compare", left, ((op, right), ...), node)       ("import", ((dotted, asname | None), ...), node)
   ("not", expr) / ("unary", op, expr)               ("from", module | None, level, ((name, asname), ...), node)
   ("comp", kind, elt, generators, node)             ("global", names) / ("nonlocal", names)
-  ("lambda", Scope)
+  ("lambda", Scope)                                 ("declare", name, annotation, annotation node)
   ("walrus", name, expr)
+  ("fstr", parts)  an f-string: parts are exprs
+  ("annotated", expr, annotation, annotation node, target text)  `x: T = expr`
   ("unknown", subexpressions)
   ("arith", operands): `a + b`
 Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), ("tuple", patterns),
@@ -51,6 +53,7 @@ class Param:
     kind: str  # "positional" (positional-or-keyword or positional-only), "keyword", "varargs", "kwargs"
     annotation: tuple | None = None  # expression, evaluated where the def runs
     default: tuple | None = None
+    annotation_node: ast.AST | None = None  # where the annotation is written (for findings)
 
 
 @dataclass(eq=False)
@@ -64,6 +67,8 @@ class Scope:
     node: ast.AST  # ast.Module, ast.ClassDef, ast.FunctionDef / AsyncFunctionDef, ast.Lambda
     body: list = field(default_factory=list)
     params: list[Param] = field(default_factory=list)
+    returns: tuple | None = None  # the return annotation's expression (as Param.annotation)
+    returns_node: ast.AST | None = None
     decorator_names: tuple[str, ...] = ()  # last dotted part of each decorator: "staticmethod", "property", ...
     is_generator: bool = False
     assigned: set[str] = field(default_factory=set)  # names bound in this scope (its locals)
@@ -169,13 +174,18 @@ class _Builder:
         positional = [*arguments.posonlyargs, *arguments.args]
         defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
         for argument, default in zip(positional, defaults):
-            scope.params.append(Param(argument.arg, "positional", self.annotation(argument), self.opt_expr(default, defining)))
+            scope.params.append(Param(argument.arg, "positional", self.annotation(argument.annotation),
+                                      self.opt_expr(default, defining), argument.annotation))
         if arguments.vararg:
-            scope.params.append(Param(arguments.vararg.arg, "varargs", self.annotation(arguments.vararg)))
+            scope.params.append(Param(arguments.vararg.arg, "varargs", self.annotation(arguments.vararg.annotation)))
         for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-            scope.params.append(Param(argument.arg, "keyword", self.annotation(argument), self.opt_expr(default, defining)))
+            scope.params.append(Param(argument.arg, "keyword", self.annotation(argument.annotation),
+                                      self.opt_expr(default, defining), argument.annotation))
         if arguments.kwarg:
-            scope.params.append(Param(arguments.kwarg.arg, "kwargs", self.annotation(arguments.kwarg)))
+            scope.params.append(Param(arguments.kwarg.arg, "kwargs", self.annotation(arguments.kwarg.annotation)))
+        if not isinstance(node, ast.Lambda) and node.returns is not None:
+            scope.returns = self.annotation(node.returns)
+            scope.returns_node = node.returns if scope.returns is not None else None
         scope.assigned.update(p.name for p in scope.params)
         if isinstance(node, ast.Lambda):
             scope.body = [("return", self.expr(node.body, scope), node)]
@@ -183,8 +193,8 @@ class _Builder:
             scope.body = self.statements(node.body, scope)
         return scope
 
-    def annotation(self, argument: ast.arg) -> tuple | None:
-        annotation = argument.annotation
+    def annotation(self, annotation: ast.AST | None) -> tuple | None:
+        """The expression naming the class an annotation declares (None when it names none we read)."""
         if annotation is None:
             return None
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -225,9 +235,18 @@ class _Builder:
             targets = tuple(self.pattern(target, scope) for target in node.targets)
             return ("assign", targets, self.expr(node.value, scope), node)
         if kind is ast.AnnAssign:
+            declared = self.annotation(node.annotation)
             if node.value is None:
+                if scope.kind == CLASS and declared is not None and isinstance(node.target, ast.Name):
+                    # `actor: PPOActor` in a class body: the declared type of the instances' attribute.
+                    return ("declare", node.target.id, declared, node.annotation)
                 return None
-            return ("assign", (self.pattern(node.target, scope),), self.expr(node.value, scope), node)
+            value = self.expr(node.value, scope)
+            if declared is not None:
+                # `teacher: PPOModel = instantiate(cfg.model)`: where the value is unknown, the class is
+                # the annotation's (as a type checker reads it).
+                value = ("annotated", value, declared, node.annotation, self.source.segment(node.target))
+            return ("assign", (self.pattern(node.target, scope),), value, node)
         if kind is ast.AugAssign:
             return ("aug", self.pattern(node.target, scope), self.expr(node.value, scope))
         if kind is ast.Expr:
@@ -415,6 +434,8 @@ class _Builder:
                 element = self.expr(node.elt, scope)
                 comp_kind = {ast.ListComp: "list", ast.SetComp: "set", ast.GeneratorExp: "gen"}[kind]
             return ("comp", comp_kind, element, tuple(generators), node)
+        if kind is ast.JoinedStr:
+            return self.joined_str(node, scope)
         if kind is ast.Await:
             return self.expr(node.value, scope)
         if kind in (ast.Yield, ast.YieldFrom):
@@ -426,6 +447,20 @@ class _Builder:
             return ("arith", (self.expr(node.left, scope), self.expr(node.right, scope)))
         effects = self.effects(node, scope)
         return ("unknown", effects) if effects else UNKNOWN_EXPR
+
+    def joined_str(self, node: ast.JoinedStr, scope: Scope) -> tuple:
+        """`f"{stage}_fast"`: its literal parts and the expressions formatted as `str()` does; a part
+        with a conversion other than `!s` or a format spec makes the string unknown (its effects kept)."""
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(("const", value.value))
+            elif isinstance(value, ast.FormattedValue) and value.conversion in (-1, ord("s")) and value.format_spec is None:
+                parts.append(self.expr(value.value, scope))
+            else:
+                effects = self.effects(node, scope)
+                return ("unknown", effects) if effects else UNKNOWN_EXPR
+        return ("fstr", tuple(parts))
 
     def elements(self, nodes: list[ast.AST], scope: Scope) -> tuple:
         """The elements of a display; past MAX_DISPLAY (data, not models) only what can have an effect."""

@@ -215,7 +215,8 @@ class Program:
         if scope.name not in self.referenced:
             return True
         # `__init__` is named by every `super().__init__(...)`; it is called from outside when its
-        # class is never named in the program (a trainer class built by a framework or a config).
+        # class is never named in the program (a trainer class built by a framework, hydra's `_target_`,
+        # a registry keyed by strings): its parameters then take what their annotations say.
         if scope.class_scope is not None and scope.name in ("__init__", "__post_init__", "__call__"):
             return scope.class_scope.name not in self.referenced
         return False

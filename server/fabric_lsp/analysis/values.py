@@ -84,6 +84,9 @@ class Instance(NamedTuple):
     # For a library object that is not a module (a PeftConfig): its constructor's literal keywords,
     # ((name, value), ...), which a library factory may choose by (peft's task_type).
     keywords: tuple = ()
+    # Known only from an annotation (`teacher: PPOModel = instantiate(...)`): (path, annotation node,
+    # what it annotates as a phrase). The object may be of a subclass: a name missing here is unknown.
+    declared: object = None
 
 
 class Strategy(NamedTuple):
@@ -206,3 +209,12 @@ class StrategyObject(NamedTuple):
 
     name: str  # class name as in the tables
     t: str = "strategyobject"
+
+
+class Marked(NamedTuple):
+    """`wrapped.mark_forward_method(name)` was called on the way here (the order of a scope's marks, setups
+    and calls: flow.Solver)."""
+
+    wrapped: Wrapped
+    name: str
+    t: str = "marked"

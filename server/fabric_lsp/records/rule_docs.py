@@ -61,9 +61,12 @@ PROSE: dict[str, RuleProse] = {
         not_reported=(
             "Names the wrapper itself has (everything of `nn.Module`, `forward`, `training_step` and the other "
             "`*_step` methods, which Lightning routes through `forward`), names marked before the call, "
-            "staticmethods, properties, plain attributes, generator methods (they return before their body "
-            "runs), methods that never run a module, and calls on the unwrapped model (`wrapped.module.m(...)`, "
-            "`fabric.unwrap`)."
+            "staticmethods, properties whose value is not a bound method, plain attributes, generator methods "
+            "(they return before their body runs), `functools.singledispatchmethod`s (a plain function when "
+            "looked up: the wrapper does not track it), methods that never run a module, and calls on the "
+            "unwrapped model (`wrapped.module.m(...)`, `fabric.unwrap`). A property that returns a bound method "
+            "(`return self._greedy`) is tracked like the method it returns, and reported when that method runs "
+            "a module."
         ),
         fix=(
             "Marks the method right after the `fabric.setup(...)` that wrapped the model "
@@ -138,8 +141,8 @@ PROSE: dict[str, RuleProse] = {
     ),
     "FAB003": RuleProse(
         what=(
-            "Finds `wrapped.mark_forward_method(wrapped.m)` and `wrapped.mark_forward_method(Model.m)`: a method "
-            "passed as an object instead of by name."
+            "Finds `wrapped.mark_forward_method(wrapped.m)` and `wrapped.mark_forward_method(Model.m)` (also "
+            "`type(model.module).m`): a method passed as an object instead of by name."
         ),
         why=(
             "`mark_forward_method` accepts a string or a bound method. Under a wrapping strategy (or after "
@@ -147,7 +150,11 @@ PROSE: dict[str, RuleProse] = {
             "and `Model.m` taken from the class is a plain function on every strategy, so the mark raises before "
             "anything runs:"
         ),
-        not_reported="`mark_forward_method(\"m\")` and `mark_forward_method(wrapped.module.m)` (a bound method).",
+        not_reported=(
+            "`mark_forward_method(\"m\")` and `mark_forward_method(wrapped.module.m)` (a bound method); "
+            "`type(wrapped).m` on the wrapper itself, which fails earlier with AttributeError on `_FabricModule` "
+            "(not this error)."
+        ),
         fix="Passes the method's name: `model.mark_forward_method(\"generate\")`.",
         fix_safety="Safe: the name marks the same method, on every strategy.",
         severity=(
@@ -161,27 +168,34 @@ PROSE: dict[str, RuleProse] = {
     "FAB004": RuleProse(
         what=(
             "Finds `wrapped.mark_forward_method(\"x\")` where `x` is not a method of the wrapped model's class: "
-            "a typo, a plain attribute or child module, a property, a staticmethod, a `functools.partialmethod`, "
-            "or `\"forward\"`."
+            "a typo, a plain attribute or child module, a property whose value is not a bound method, a "
+            "staticmethod, a `functools.partialmethod` or `functools.singledispatchmethod`, or `\"forward\"`. "
+            "The name may be computed from literals: an f-string of known parts, an element of a literal "
+            "tuple iterated over, a parameter of a helper that is given a literal."
         ),
         why=(
             "`mark_forward_method` looks the name up on the original module and accepts only a bound method, "
             "on every strategy, single device included:"
         ),
         not_reported=(
-            "Regular methods, classmethods, generator and async methods, inherited `nn.Module` methods and an "
-            "instance attribute holding a bound method (`self.decode = self._greedy`)."
+            "Regular methods, classmethods, generator and async methods, inherited `nn.Module` methods, an "
+            "instance attribute holding a bound method (`self.decode = self._greedy`) and a property that returns "
+            "a bound method (Lightning checks `isinstance(getattr(module, name), MethodType)`, which holds for "
+            "it)."
         ),
         fix=(
             "Corrects a typo to the closest method name; removes a mark of `\"forward\"`; removes a mark of a "
-            "name that is not a method when no method name is close. A class with more than 1,000 methods is "
-            "not searched for the closest name (a notice says so): no fix is offered then."
+            "name that is not a method when no method name is close. For a name computed from literals the "
+            "literal is edited where it is written (the element of the tuple an f-string formats, the helper "
+            "call that passes `\"forward\"`), so the marks of the other names stay. A class with more than "
+            "1,000 methods is not searched for the closest name (a notice says so): no fix is offered then."
         ),
         fix_safety=(
             "Removing a mark of `\"forward\"` is safe (`forward` already runs through the strategy). Correcting "
             "a typo is unsafe (another method gets routed through `forward`: most likely what was meant, but "
             "read it), and so is removing the mark of a non-method (it only removes the error: the author "
-            "wanted something routed through `forward`)."
+            "wanted something routed through `forward`). An edit of a computed name's literal is always unsafe: "
+            "the tuple may be read elsewhere too, and the helper call that is removed may do more than mark."
         ),
         severity=(
             ("error", "the name is not a method of any class that reaches the mark (every strategy raises)"),

@@ -26,7 +26,8 @@ CODE = "FAB001"
 NAME = "unmarked-forward-method"
 
 # What `wrapped.m` can be besides a method that runs modules: nothing this rule reports.
-_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", "generator")
+# A singledispatchmethod is a plain function when looked up: Lightning's wrapper does not track it.
+_NOT_REPORTED = ("wrapper", "staticmethod", "property", "attribute", "missing", "generator", "singledispatchmethod")
 
 
 def check(facts: ProgramFacts) -> list[Finding]:
@@ -46,6 +47,8 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         if path.cls is None:
             continue  # the class could not be seen: this path says nothing
         info = facts.method_info(path.cls, call.method)
+        if path.declared is not None and info.kind == "missing":
+            continue  # a class known from an annotation: the object may be of a subclass that has it
         if info.kind in _NOT_REPORTED or info.runs is None:
             safe += 1
         elif not info.runs.certain:
@@ -96,6 +99,17 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         hop_source = facts.source(hop_path)
         if hop_source is not None:
             related.append(Related(hop_source.span(hop_node), text))
+    declared = {p.declared: p.cls.name for p, _ in raising if p.declared is not None}
+    for (annotation_path, annotation_node, what), declared_name in list(declared.items())[:2]:
+        annotation_source = facts.source(annotation_path)
+        if annotation_source is not None:
+            related.append(Related(annotation_source.span(annotation_node),
+                                   f"`{declared_name}` is the class declared for {what} here (the value itself cannot "
+                                   "be seen: it comes from a call or a caller the analysis does not follow)"))
+    for mark in _later_marks(facts, origins, call.method)[:2]:
+        mark_source = facts.source(mark.path)
+        related.append(Related(mark_source.span(mark.node),
+                               f"`{call.method}` is marked here, but only after this call has run on one of the ways to it"))
     if info.definition is not None:
         related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
     skew = facts.library_skew(strongest.cls)
@@ -124,6 +138,12 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         context={"class": info.class_name or "Module", "method": call.method},
         notes=notes,
     )
+
+
+def _later_marks(facts: ProgramFacts, origins: list[Origin], method: str) -> list:
+    """Marks of `method` on the models of `origins`: a call reported despite them runs before them."""
+    sites = {id(origin.site) for origin in origins}
+    return [mark for mark in facts.marks if method in mark.names and any(id(p.origin.site) in sites for p in mark.paths)]
 
 
 def _keyed_receiver(call: MethodCallFact) -> bool:
@@ -173,6 +193,8 @@ def _receiver_text(source, call: MethodCallFact) -> str:
     node = call.span_node
     if isinstance(node, ast.Attribute):
         return source.segment(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args:
+        return source.segment(node.args[0])  # `getattr(model, name)(...)`: the model
     return source.segment(node)
 
 

@@ -51,7 +51,7 @@ def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
                 if path.cls is None:
                     continue
                 info = facts.method_info(path.cls, value.name)
-                if info.kind in ("method", "classmethod", "generator"):
+                if info.kind in ("method", "classmethod", "generator", "property_method"):
                     raising.append(path)
                 else:
                     safe += 1  # forward, properties, static methods fail differently: not this error
@@ -104,6 +104,22 @@ fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method(model.module.generate)
+''',
+    # `type(model)` is the wrapper's class: `.generate` raises AttributeError on `_FabricModule` first.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+fabric = Fabric(strategy="ddp")
+model = fabric.setup(LM())
+model.mark_forward_method(type(model).generate)
 ''',
 )
 

@@ -13,6 +13,8 @@ import difflib
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo
+from fabric_lsp.analysis.literal_sources import LiteralFinder
+from fabric_lsp.analysis.values import Const
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
 
@@ -20,51 +22,70 @@ CODE = "FAB004"
 NAME = "mark-forward-method-invalid-name"
 
 # What `getattr(original_module, name)` gives for each kind the analysis tells apart.
-_METHOD_KINDS = ("method", "classmethod", "generator", "wrapper")
+# A property that returns a bound method (`return self._greedy`) is one when looked up: accepted.
+_METHOD_KINDS = ("method", "classmethod", "generator", "wrapper", "property_method")
 _KIND_WORDS = {
     "missing": "does not exist",
     "attribute": "is an attribute, not a method",
     "property": "is a property, not a method",
     "staticmethod": "is a staticmethod, not a bound method",
+    "singledispatchmethod": "is a functools.singledispatchmethod, not a bound method (looked up, a plain function)",
 }
 
 
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for mark in facts.marks:
-        if not isinstance(mark.argument, ast.Constant) or not isinstance(mark.argument.value, str):
-            continue  # names that are not written here are judged nowhere (unknown is no finding)
-        name = mark.argument.value
-        finding = _forward(facts, mark) if name == "forward" else _not_a_method(facts, mark, name)
-        if finding is not None:
-            findings.append(finding)
+        if mark.argument is None:
+            continue
+        if isinstance(mark.argument, ast.Constant) and isinstance(mark.argument.value, str):
+            names, computed = [mark.argument.value], False
+        else:
+            # A name computed from literals (an f-string, an element of a literal tuple, a helper's
+            # parameter given a literal): the strings the value flow sees; anything else is unknown.
+            names = sorted(v.value for v in mark.values if isinstance(v, Const) and v.kind == "str")
+            computed = True
+        for name in names:  # a computed argument may be given several names that raise: one finding each
+            finding = _forward(facts, mark, computed) if name == "forward" else _not_a_method(facts, mark, name, computed)
+            if finding is not None:
+                findings.append(finding)
     return findings
 
 
-def _forward(facts: ProgramFacts, mark: MarkFact) -> Finding:
+def _written(source, mark: MarkFact, name: str, computed: bool) -> str:
+    """How the message names the mark: as written, and for a computed name, the string it gets."""
+    if not computed:
+        return f'`mark_forward_method("{name}")`'
+    return f'`mark_forward_method({source.segment(mark.argument)})` (given "{name}")'
+
+
+def _forward(facts: ProgramFacts, mark: MarkFact, computed: bool = False) -> Finding:
     source = facts.source(mark.path)
     return Finding(
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(mark.argument),
-        message='`mark_forward_method("forward")` marks `forward` itself, which already goes through the strategy',
+        message=f'{_written(source, mark, "forward", computed)} marks `forward` itself, which already goes through the strategy',
         notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',),
         record_id=record_id(CODE),
         related=_related(facts, mark),
-        # `forward` already runs through the strategy: the mark asks for nothing that is not there.
-        fix=_removal(source, mark, Applicability.SAFE),
+        # `forward` already runs through the strategy: the mark asks for nothing that is not there. A
+        # computed name may be another one on another way here: the literal that gives "forward" goes
+        # (unsafe: the tuple may be read elsewhere, the helper call removed may do more than mark).
+        fix=_removal(source, mark, Applicability.SAFE) if not computed else _computed_fix(
+            facts, mark, "forward", None, Applicability.UNSAFE),
         context={"class": _class_name(mark) or "Module", "method": "forward", "error": "ValueError"},
     )
 
 
-def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | None:
+def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool = False) -> Finding | None:
     raising: list[tuple[object, str]] = []
     safe = 0
     for path in mark.paths:
         if path.cls is None:
             continue
         info = facts.method_info(path.cls, name)
-        if info.kind in _METHOD_KINDS or info.kind == "unknown":
+        if info.kind in _METHOD_KINDS or info.kind == "unknown" or (path.declared is not None and info.kind == "missing"):
             safe += 1
         else:
             raising.append((path, info.kind))
@@ -77,16 +98,20 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
     suggestion, searched = _closest_method(facts, path.cls, name)
     some = "" if severity == Severity.ERROR else " for some of the classes that reach here"
     # Headline: what is wrong; notes: the runtime error, the closest method.
-    message = f'`mark_forward_method("{name}")`: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
+    message = f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
     notes = (f'AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
              f'exist or is not a method." on every strategy{some}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
     fix = None
-    if severity == Severity.ERROR and not suggestion and searched:
+    if computed:
+        # The literal the name is made of, where it is written (a tuple's element, a helper's caller).
+        if suggestion or (severity == Severity.ERROR and searched):
+            fix = _computed_fix(facts, mark, name, suggestion, Applicability.UNSAFE)
+    elif severity == Severity.ERROR and not suggestion and searched:
         # Every class that reaches the mark raises: removing it only removes the error, but the author
         # wanted something routed through forward, so read it before applying. (Not offered when the
         # closest name was not searched for: renaming may have been the fix.)
         fix = _removal(source, mark, Applicability.UNSAFE)
-    if suggestion:
+    if suggestion and not computed:
         span = source.span(mark.argument)
         fix = Fix(
             title=f'Mark "{suggestion}" instead',
@@ -108,11 +133,62 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str) -> Finding | N
     )
 
 
-def _removal(source, mark: MarkFact, applicability: Applicability) -> Fix | None:
-    """Delete the statement `wrapped.mark_forward_method("x")` (its whole lines; `pass` when it is
-    the only statement of its block). None when the mark is part of a larger statement or shares
-    its lines with another one."""
-    body, statement = _statement_of(source.tree, mark.node)
+def _computed_fix(facts: ProgramFacts, mark: MarkFact, name: str, suggestion: str | None,
+                  applicability: Applicability) -> Fix | None:
+    """For a name computed from literals: correct the literal it is made of (`"slots"` -> `"slot"` in
+    the tuple an f-string formats), or, without a suggestion, drop it (the tuple's element, or the
+    helper call that passes it). None unless every literal that gives the name can be edited so."""
+    sources = LiteralFinder(facts).sources(mark.path, mark.argument, name)
+    edits: list[TextEdit] = []
+    for found in sources:
+        source = facts.source(found.path)
+        if suggestion is not None:
+            if not (suggestion.startswith(found.prefix) and suggestion.endswith(found.suffix)) or \
+                    len(suggestion) <= len(found.prefix) + len(found.suffix):
+                return None
+            text = suggestion[len(found.prefix):len(suggestion) - len(found.suffix)]
+            written = source.segment(found.constant)
+            quote = written[-1] if written[-1:] in ("'", '"') else '"'
+            span = source.span(found.constant)
+            edits.append(TextEdit(source.path, span.start, span.end, f"{quote}{text}{quote}"))
+        elif found.element_of is not None:
+            edit = _element_removal(source, found.element_of, found.constant)
+            if edit is None:
+                return None
+            edits.append(edit)
+        elif found.passed_by is not None:
+            removal = _call_removal(source, found.passed_by)
+            if removal is None:
+                return None
+            edits.append(removal)
+        else:
+            return None
+    if not edits or len({(e.path, e.start, e.end) for e in edits}) != len(edits):
+        return None
+    title = f'Mark "{suggestion}" instead' if suggestion else f'Drop "{name}" where it is written'
+    return Fix(title=title, applicability=applicability, edits=tuple(edits))
+
+
+def _element_removal(source, display: ast.AST, element: ast.AST) -> TextEdit | None:
+    """Remove `element` from a tuple or list display, with the comma that follows it (or precedes it,
+    for the last one); a one-element tuple keeps its comma."""
+    elements = display.elts
+    index = next((i for i, e in enumerate(elements) if e is element), None)
+    if index is None:
+        return None
+    if index + 1 < len(elements):
+        start, end = source.start(element), source.start(elements[index + 1])
+    elif index > 0:
+        start, end = source.end(elements[index - 1]), source.end(element)
+    else:
+        start, end = source.start(element), source.end(element)
+    return TextEdit(source.path, start, end, "")
+
+
+def _call_removal(source, call: ast.Call) -> TextEdit | None:
+    """Delete the statement that is only `call` (its lines; `pass` when alone in its block); None when
+    the call is part of a larger statement or shares its lines with another one."""
+    body, statement = _statement_of(source.tree, call)
     if statement is None:
         return None
     first, last = statement.lineno, statement.end_lineno or statement.lineno
@@ -122,10 +198,16 @@ def _removal(source, mark: MarkFact, applicability: Applicability) -> Fix | None
         return None  # `if ok: model.mark_forward_method(...)` or `a(); model.mark_forward_method(...)`
     if len(body) == 1:
         span = source.span(statement)
-        edit = TextEdit(source.path, span.start, span.end, "pass")
-    else:
-        edit = TextEdit(source.path, Position(first - 1, 0), Position(last, 0), "")
-    return Fix(title="Remove the mark", applicability=applicability, edits=(edit,))
+        return TextEdit(source.path, span.start, span.end, "pass")
+    return TextEdit(source.path, Position(first - 1, 0), Position(last, 0), "")
+
+
+def _removal(source, mark: MarkFact, applicability: Applicability) -> Fix | None:
+    """Delete the statement `wrapped.mark_forward_method("x")` (its whole lines; `pass` when it is
+    the only statement of its block). None when the mark is part of a larger statement or shares
+    its lines with another one."""
+    edit = _call_removal(source, mark.node)
+    return Fix(title="Remove the mark", applicability=applicability, edits=(edit,)) if edit is not None else None
 
 
 def _statement_of(tree: ast.AST | None, call: ast.Call) -> tuple[list, ast.Expr | None]:
