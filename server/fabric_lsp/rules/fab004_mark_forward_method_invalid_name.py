@@ -29,7 +29,7 @@ _KIND_WORDS = {
     "attribute": "is an attribute, not a method",
     "property": "is a property, not a method",
     "staticmethod": "is a staticmethod, not a bound method",
-    "singledispatchmethod": "is a functools.singledispatchmethod, not a bound method (looked up, a plain function)",
+    "singledispatchmethod": "is a singledispatchmethod, not a bound method",
 }
 
 
@@ -65,8 +65,9 @@ def _forward(facts: ProgramFacts, mark: MarkFact, computed: bool = False) -> Fin
         code=CODE,
         severity=Severity.ERROR,
         span=source.span(mark.argument),
-        message=f'{_written(source, mark, "forward", computed)} marks `forward` itself, which already goes through the strategy',
-        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',),
+        message=f'{_written(source, mark, "forward", computed)} marks `forward` itself',
+        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',
+               "`forward` already goes through the strategy"),
         record_id=record_id(CODE),
         related=_related(facts, mark),
         # `forward` already runs through the strategy: the mark asks for nothing that is not there. A
@@ -101,6 +102,8 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
     message = f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
     notes = (f'AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
              f'exist or is not a method." on every strategy{some}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
+    if kind == "singledispatchmethod":
+        notes += ("a functools.singledispatchmethod looked up on the instance is a plain function",)
     fix = None
     if computed:
         # The literal the name is made of, where it is written (a tuple's element, a helper's caller).
