@@ -216,6 +216,9 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
             found = rule.check(facts)
         except Exception:  # one rule's bug must not hide the others' findings
             log.exception("%s: rule %s failed", program.root, rule.code)
+            # Said with the result, so a cached run says it too instead of "All checks passed!".
+            facts.notices.append(f"{program.root}: internal error: rule {rule.code} failed on this program, "
+                                 f"its findings are missing (please report it; FABRIC_LSP_DEBUG=1 shows why)")
             continue
         for finding in found:
             by_file.setdefault(finding.span.path, []).append(finding)
