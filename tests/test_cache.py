@@ -211,6 +211,9 @@ def test_findings_survive_the_json_round_trip():
             # Everything but the fixes' edits, which are never stored (only the files they edit).
             assert replace(again, fix=None) == replace(finding, fix=None) and again.context == finding.context
             for before, after in zip((finding.fix, *finding.alternatives), (again.fix, *again.alternatives)):
+                if before is None:  # a finding without a fix (FAB007 under DeepSpeed) stays without one
+                    assert after is None
+                    continue
                 assert (after.title, after.applicability) == (before.title, before.applicability)
                 assert {e.path for e in after.edits} == {e.path for e in before.edits}
                 assert all(e.new_text == "" and e.start == e.end for e in after.edits)

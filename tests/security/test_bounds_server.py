@@ -88,7 +88,7 @@ async def test_edit_reanalyses_only_the_document_and_its_dependents(tmp_path):
                      "    def score(self, x):\n        return self(x).sum()\n")
     user = tmp_path / "user.py"
     user.write_text("import torch\nfrom lightning.fabric import Fabric\nfrom model import Net\n\n"
-                    "fabric = Fabric(accelerator='cpu', devices=1, strategy='ddp')\n"
+                    "fabric = Fabric(accelerator='cpu', devices=1, strategy='ddp')\nfabric.launch()\n"
                     "net = fabric.setup(Net())\nnet.score(torch.randn(1, 2))\n")
     async with session(capabilities("neovim"), [tmp_path]) as (client, _):
         uris = {path: open_doc(client, path) for path in [*others, model, user]}

@@ -1478,7 +1478,7 @@ class Solver:
         return True
 
     def _when(self, variant, path: str | None) -> str:
-        """`when \`args.distributed\` is true`: the flag of a case chosen at run time, for messages."""
+        """"when `args.distributed` is true": the flag of a case chosen at run time, for messages."""
         parts = []
         for node, outcome in variant or ():
             if isinstance(outcome, bool) and self.feasible(((node, not outcome),)) and path is not None:
