@@ -328,6 +328,7 @@ class Solver:
         self._made: set = set()  # this run's marks and setups, its callees' included (the "made" table)
         self._strategies: dict[int, Strategy] = {}
         self._split_files: dict[str, bool] = {}
+        self._unroll_bodies: dict[int, tuple] = {}  # id(loop body IR) -> (worth unrolling, the body, kept alive)
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:
@@ -495,6 +496,15 @@ class Solver:
             # What a call of it may have marked or wrapped when it returns (in any order inside it).
             self.write(("made", scope), frozenset(self._made))
         self.events[self.order[id(scope)]] = self._events
+
+    def _may_unroll(self, body) -> bool:
+        """Is a loop over a literal display worth following key by key: does its body (IR) name
+        `mark_forward_method`, `getattr`/`setattr` or a Fabric setup? A table of 200 configurations
+        built in loops is not: followed once per element it cost a third more of the whole solve."""
+        known = self._unroll_bodies.get(id(body))
+        if known is None:
+            known = self._unroll_bodies[id(body)] = (_names_unroll_reason(body), body)
+        return known[0]
 
     def _may_split(self, path: str) -> bool:
         """Does the file name anything a split could keep apart (a Fabric, a strategy, the meta
@@ -851,7 +861,7 @@ class Solver:
     def _s_for(self, statement, frame: _Frame) -> None:
         iterable = self.ev(statement[2], frame)
         target, body = statement[1], statement[3]
-        iterations = self._literal_iterations(iterable)
+        iterations = self._literal_iterations(iterable) if self._may_unroll(body) else None
         if iterations is not None:  # `for name, model in {"actor": a, "critic": c}.items():` one key at a time
             outer, in_loop = frame.variant, frame.in_loop
             frame.in_loop = True
@@ -1568,7 +1578,8 @@ class Solver:
         _, kind, element, generators, node = expr
         if kind == "dict" and len(generators) == 1:
             target, iterable, conditions = generators[0]
-            iterations = self._literal_iterations(self.ev(iterable, frame))
+            iterated = self.ev(iterable, frame)
+            iterations = self._literal_iterations(iterated) if self._may_unroll(element) else None
             if iterations is not None:  # `{name: fabric.setup(m) for name, m in models.items()}`: key by key
                 container = Container(node, frame.scope.path)
                 for case, values in iterations:
@@ -3567,6 +3578,22 @@ def _relevant(branch) -> bool:
 
 
 _MAX_UNROLLED = 16  # iterations of a loop over a literal display followed one by one
+_UNROLL_ATTRIBUTES = frozenset(("mark_forward_method", "setup", "setup_module", "call"))
+_UNROLL_NAMES = frozenset(("getattr", "setattr"))
+
+
+def _names_unroll_reason(ir_node, depth: int = 0) -> bool:
+    if depth > 200:
+        return True
+    if isinstance(ir_node, tuple):
+        if len(ir_node) >= 3 and ir_node[0] == "attr" and ir_node[2] in _UNROLL_ATTRIBUTES:
+            return True
+        if len(ir_node) == 2 and ir_node[0] == "name" and ir_node[1] in _UNROLL_NAMES:
+            return True
+        return any(_names_unroll_reason(part, depth + 1) for part in ir_node if isinstance(part, (tuple, list)))
+    if isinstance(ir_node, list):
+        return any(_names_unroll_reason(part, depth + 1) for part in ir_node if isinstance(part, (tuple, list)))
+    return False
 # Library calls that change none of the objects they are given (Solver._passed_on).
 _PURE_LIBRARY = ("dataclasses.asdict", "dataclasses.field", "copy.", "json.dumps", "builtins.print", "builtins.len",
                  "builtins.dict", "builtins.list", "builtins.tuple", "builtins.vars", "builtins.isinstance",
