@@ -89,3 +89,19 @@ def test_the_documents_read_are_bounded(tmp_path):
     found = launch_documents(str(tmp_path))
     assert time.process_time() - start < 5
     assert len([p for p, _ in found.read if p.endswith(".md")]) <= MAX_DOCUMENTS
+
+
+def test_a_huge_folder_is_listed_only_up_to_the_budget(tmp_path):
+    from fabric_lsp.analysis import launch_docs
+
+    for index in range(launch_docs.MAX_ENTRIES * 3):
+        (tmp_path / f"n{index:05}.txt").write_text("")
+    calls = []
+    real = launch_docs.read_text
+    launch_docs._cache.clear()
+    try:
+        launch_docs.read_text = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+        launch_documents(str(tmp_path))
+    finally:
+        launch_docs.read_text = real
+    assert len(calls) <= launch_docs.MAX_DOCUMENTS

@@ -9,6 +9,7 @@ read at most MAX_DOCUMENTS files of MAX_DOCUMENT_BYTES each."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def scripts_in(text: str) -> set[str]:
 def _scan(root: str) -> LaunchDocuments:
     read: list[tuple[str, tuple | None]] = []
     documents: list[str] = []
-    entries = 0
+    budget = [MAX_ENTRIES]  # folder entries still to look at, all folders together
     folders = []
     # The project folder, and its parent when the project folder is not a repository's root (a script
     # folder without markers: `pretrain/` of a repository whose README is one level up).
@@ -79,16 +80,7 @@ def _scan(root: str) -> LaunchDocuments:
     if not os.path.exists(os.path.join(root, ".git")) and parent and parent != root and parent != os.sep:
         tops.append(parent)
     for top_folder in tops:
-        try:
-            with os.scandir(top_folder) as listing:
-                top = sorted(listing, key=lambda e: e.name)
-        except OSError:
-            continue
-        read.append((top_folder, disk_identity(top_folder)))
-        for entry in top:
-            entries += 1
-            if entries > MAX_ENTRIES:
-                break
+        for entry in _listing(top_folder, budget, read):
             if entry.name.startswith(".") or entry.is_symlink():
                 continue
             if entry.is_dir(follow_symlinks=False):
@@ -97,20 +89,10 @@ def _scan(root: str) -> LaunchDocuments:
             elif _is_document(entry.name):
                 documents.append(entry.path)
     for folder in folders:
-        if entries > MAX_ENTRIES or len(documents) >= MAX_DOCUMENTS:
+        if len(documents) >= MAX_DOCUMENTS:
             break
-        try:
-            with os.scandir(folder) as listing:
-                inner = sorted(listing, key=lambda e: e.name)
-        except OSError:
-            continue
-        read.append((folder, disk_identity(folder)))
-        for entry in inner:
-            entries += 1
-            if entries > MAX_ENTRIES:
-                break
-            if _is_document(entry.name) and entry.is_file(follow_symlinks=False):
-                documents.append(entry.path)
+        documents.extend(entry.path for entry in _listing(folder, budget, read)
+                         if _is_document(entry.name) and entry.is_file(follow_symlinks=False))
     scripts: set[str] = set()
     any_command = False
     for path in documents[:MAX_DOCUMENTS]:
@@ -128,6 +110,21 @@ def _scan(root: str) -> LaunchDocuments:
                 scripts.add(os.path.basename(written))
                 any_command = True
     return LaunchDocuments(frozenset(scripts), any_command, tuple(read))
+
+
+def _listing(folder: str, budget: list[int], read: list) -> list:
+    """A folder's entries in name order, at most the budget left (taken from it): a folder of a
+    million entries costs what the budget allows, not its size."""
+    if budget[0] <= 0:
+        return []
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(itertools.islice(listing, budget[0]))
+    except OSError:
+        return []
+    budget[0] -= len(entries)
+    read.append((folder, disk_identity(folder)))
+    return sorted(entries, key=lambda e: e.name)
 
 
 def _is_document(name: str) -> bool:
