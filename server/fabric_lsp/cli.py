@@ -1028,7 +1028,9 @@ def _watch(args: argparse.Namespace, cwd: str, paths: list[str]) -> int:
                     _say(f"{PROG}: a file changed; checking again")
                 _check_paths(args, cwd, configs, paths)
                 sys.stdout.flush()
-                previous = _watched_state(paths, _build_config(args), args)  # after --fix's own writes
+                # The state seen before the check: a file saved while it ran is checked on the next
+                # poll. Only --fix's own writes must not trigger a check, so then the state after it.
+                previous = _watched_state(paths, _build_config(args), args) if args.fix else state
             time.sleep(WATCH_POLL_SECONDS)
     except KeyboardInterrupt:
         return 0
