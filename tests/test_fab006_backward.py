@@ -1,5 +1,5 @@
 """FAB006 against Lightning 2.6.6 itself: which precisions and strategies make `_FabricModule`'s backward
-hook raise on `loss.backward()`, and that the analysis' tables (analysis/flow.py) say the same.
+hook raise on `loss.backward()`, and that the analysis' tables (analysis/semantics/fabric.py) say the same.
 
 Mixed precision runs on the CPU in the ground-truth fixtures (fixtures/cases/fab006_*). FSDP's backward
 cannot run a real step here, so the wrapped module is built with Lightning's own `_FabricModule` and an
@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("lightning")
 
-from fabric_lsp.analysis import flow  # noqa: E402
+from fabric_lsp.analysis.semantics import fabric as fabric_semantics  # noqa: E402
 from fabric_lsp.records import default_records  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def test_deepspeed_precision_overrides_backward():
     assert any(is_overridden(m, plugin, parent=Precision) for m in ("pre_backward", "backward", "post_backward"))
 
 
-@pytest.mark.parametrize("value", sorted(flow._HOOKING_PRECISIONS | flow._PLAIN_PRECISIONS, key=str))
+@pytest.mark.parametrize("value", sorted(fabric_semantics._HOOKING_PRECISIONS | fabric_semantics._PLAIN_PRECISIONS, key=str))
 def test_precision_tables_agree_with_lightnings_connector(value):
     """Each precision value the analysis knows maps, in Lightning's connector, to a plugin that overrides
     backward exactly when the analysis says it hooks (CPU, the default strategy)."""
@@ -72,7 +72,7 @@ def test_precision_tables_agree_with_lightnings_connector(value):
         pytest.skip("TransformerEnginePrecision needs transformer_engine; it defines no backward (read in its source)")
     precision = _Connector(accelerator="cpu", devices=1, precision=value).precision
     hooks = any(is_overridden(m, precision, parent=Precision) for m in ("pre_backward", "backward", "post_backward"))
-    assert hooks == (value in flow._HOOKING_PRECISIONS), (value, type(precision).__name__)
+    assert hooks == (value in fabric_semantics._HOOKING_PRECISIONS), (value, type(precision).__name__)
 
 
 def test_transformer_engine_precision_defines_no_backward():

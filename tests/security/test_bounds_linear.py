@@ -65,7 +65,7 @@ def test_setup_calls_past_the_memory_bound_leave_flows_unknown(tmp_path):
     """Past MAX_SETUP_SITES `fabric.setup()` calls in one program the value-flow analysis stops
     (counted, so at the same point on every run) and says so once: a 4 MiB file of setups took
     2.2 GB before the bound, 1.2 GB with it (benchmarks/RESULTS.md). At the bound, everything is found."""
-    from fabric_lsp.analysis.flow import MAX_SETUP_SITES
+    from fabric_lsp.analysis.flow_state import MAX_SETUP_SITES
 
     # The case's own FAB001 counts too: MAX_SETUP_SITES - 1 statements make exactly the bound.
     at_bound = source_with_setups(MAX_SETUP_SITES - 1)
@@ -87,7 +87,7 @@ def test_order_of_setups_past_the_bound_says_so(tmp_path):
     """A frame carries the order of at most MAX_ORDERED_WRAPS wrapped models (carrying all of them made 8k
     setups cost 18x 1k); past it the old rule holds for the rest, once in a notice, and every call is
     still found."""
-    from fabric_lsp.analysis.flow import MAX_ORDERED_WRAPS
+    from fabric_lsp.analysis.flow_state import MAX_ORDERED_WRAPS
 
     for count, noticed in ((MAX_ORDERED_WRAPS - 1, False), (MAX_ORDERED_WRAPS + 6, True)):
         path = tmp_path / f"setups_{count}.py"

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.launch_docs import launch_documents
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
-from fabric_lsp.analysis.flow import (
-    MAX_ORDERED_WRAPS, Event, MetaTag, Solver, class_key, compatible, describe, site_key, sort_key,
+from fabric_lsp.analysis.flow import Solver
+from fabric_lsp.analysis.flow_state import (
+    MAX_ORDERED_WRAPS, Event, MetaTag, class_key, compatible, describe, site_key, sort_key,
 )
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
@@ -168,7 +169,7 @@ class MetaModelFact:
 @dataclass
 class FabricUse:
     """A call on a Fabric object: `launch(...)`, or one of the methods that need it launched first
-    (`setup`, `setup_module`, `init_module`, `barrier`, ...: flow.LAUNCH_CHECKED_METHODS)."""
+    (`setup`, `setup_module`, `init_module`, `barrier`, ...: semantics/fabric.LAUNCH_CHECKED_METHODS)."""
 
     node: ast.Call
     path: str

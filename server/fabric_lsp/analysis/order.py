@@ -2,7 +2,7 @@
 (which calls `self.model.sample(...)`) before it calls `self.model.mark_forward_method("sample")`.
 
 Inside a scope the value flow follows the statements in order: each frame carries what happened on
-the way (flow._Frame.marked: the marks made and the models wrapped, also by the functions it called,
+the way (flow_state._Frame.marked: the marks made and the models wrapped, also by the functions it called,
 whose "made" table it adds when a call returns). Each call of a project function is an "enter" event
 with what had happened before it in the caller. Here those events are followed from the roots of
 the program (module bodies, and functions called from where the analysis cannot see: entry points,
@@ -13,7 +13,7 @@ A call `wrapped.m(...)` is unmarked on a state when the model was wrapped on tha
 before the call. Where the order cannot be told, the old rule holds: a mark in another function counts
 as made before. That is the case for a model that may have been wrapped before the root was entered
 (its setup is not reached from the root), for a scope with more than MAX_STATES entry states, and for
-a model wrapped past the first flow.MAX_ORDERED_WRAPS on one way (a frame does not carry it).
+a model wrapped past the first flow_state.MAX_ORDERED_WRAPS on one way (a frame does not carry it).
 """
 
 from __future__ import annotations

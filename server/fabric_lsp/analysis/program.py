@@ -115,7 +115,7 @@ class Program:
     def class_scopes(self) -> dict:
         known = self.__dict__.get("_class_scopes")
         if known is None:
-            from fabric_lsp.analysis.flow import class_key
+            from fabric_lsp.analysis.flow_state import class_key
 
             known = {class_key(scope): scope for scope in self.scopes if scope.kind == ir.CLASS}
             self.__dict__["_class_scopes"] = known
@@ -134,7 +134,7 @@ class Program:
         return known
 
     def _first_binding(self, mro: tuple, name: str) -> tuple:
-        from fabric_lsp.analysis.flow import library_defines
+        from fabric_lsp.analysis.semantics.python_classes import library_defines
 
         for ref in mro:
             if isinstance(ref, Class):

@@ -1,0 +1,201 @@
+"""torch: wrapped modules' outputs (what backward reaches), meta-device and init contexts,
+re-initialization, `torch.compile`, attributes of wrapped models.
+
+A mixin of `flow.Solver`: the interpreter (flow.py) calls these methods; they read and write the
+solver's tables through it."""
+
+from __future__ import annotations
+
+import ast
+
+from fabric_lsp.analysis import ir
+from fabric_lsp.analysis.flow_state import _Call, _Frame, _site_key, MADE, MetaTag
+from fabric_lsp.analysis.torch_facts import wrapper_attributes
+from fabric_lsp.analysis.values import (
+    Class,
+    Container,
+    FabricValue,
+    Instance,
+    JUST_UNKNOWN,
+    Output,
+    Special,
+    Tuple,
+    Wrapped,
+    WrappedMethod,
+)
+
+_RETURNS_SELF = frozenset(
+    ("eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "apply",
+     "to_empty", "share_memory", "type", "xpu")
+)
+_UNWRAPPING_ATTRIBUTES = frozenset(("module", "_original_module", "_forward_module"))
+_REINIT_METHODS = frozenset(("reset_parameters", "apply", "load_state_dict"))
+_REINIT_OR_LOAD = _REINIT_METHODS | {"load", "load_raw"}
+# What a tensor computed from a wrapped model's output gives without the autograd graph (the backward
+# hook cannot fire through it): these attributes end an Output.
+_OUTPUT_DETACHING = frozenset((
+    "detach", "detach_", "item", "tolist", "numpy", "data", "shape", "size", "dim", "numel", "dtype", "device",
+    "argmax", "argmin", "requires_grad", "grad", "grad_fn", "is_leaf", "ndim",
+))
+# torch functions whose result holds no gradient of their tensor arguments.
+_NO_GRAD_FUNCTIONS = frozenset(("argmax", "argmin", "argsort", "isnan", "isinf", "isfinite", "equal", "eq", "ne",
+                                "numel", "is_tensor", "no_grad", "inference_mode", "zeros_like", "ones_like",
+                                "empty_like", "randn_like", "rand_like", "full_like"))
+_FSDP_CLASSES = frozenset((
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+))
+
+
+class TorchSemantics:
+    """torch: wrapped modules' outputs (what backward reaches), meta-device and init contexts,
+    re-initialization, `torch.compile`, attributes of wrapped models."""
+
+    def _meta_context(self, values: frozenset, node: ast.AST, frame: _Frame) -> MetaTag | None:
+        fabrics = set()
+        init_call = None
+        meta_device = False
+        for value in values:
+            if isinstance(value, Special):
+                if value.kind == "meta_device":
+                    meta_device = True
+                elif value.kind == "init_module":
+                    fabrics.add(value.receiver)
+                    init_call = value.extra
+        path = frame.scope.path
+        if meta_device:
+            return MetaTag(("meta_device", node, None, path, frozenset(), None, frame.variant))
+        if fabrics:
+            return MetaTag(("init_module", node, None, path, frozenset(fabrics), init_call, frame.variant))
+        return None
+
+    def _outputs_in(self, expr, frame) -> set:
+        """The wrapped model's outputs an operand holds. Names, attributes and items of them are read
+        without asking for what else they are (each read is a dependency that can make the solver run a
+        scope again: arithmetic is everywhere, outputs rarely); calls and the rest are evaluated as before."""
+        kind = expr[0]
+        if kind == "const":
+            return set()
+        if kind == "name":
+            return {v for v in self._lookup(expr[1], frame) if isinstance(v, Output)}
+        if kind == "attr":
+            base = self._outputs_in(expr[1], frame)
+            return base if expr[2] not in _OUTPUT_DETACHING else set()
+        if kind == "sub":
+            if expr[2][0] not in ("const", "name"):
+                self.ev(expr[2], frame)  # an index with calls in it
+            return self._outputs_in(expr[1], frame)
+        if kind == "unary":
+            return self._outputs_in(expr[2], frame)
+        if kind == "arith":
+            found = set()
+            for inner in expr[1]:
+                found.update(self._outputs_in(inner, frame))
+            return found
+        return {v for v in self.ev(expr, frame) if isinstance(v, Output)}
+
+    def _reinit_event(self, method: str, call: "_Call") -> None:
+        """Calls that give a model's weights values after Fabric's setup: `model.reset_parameters()`,
+        `model.apply(init_fn)`, `model.load_state_dict(...)`, `fabric.load(path, {"model": model})`,
+        `fabric.load_raw(path, model)`. What ModelParallel leaves uninitialised is then overwritten
+        (FAB002 reads these events after the solve)."""
+        if method in _REINIT_METHODS:
+            values = frozenset(v for v in call.receivers if isinstance(v, (Wrapped, Instance)))
+        elif method in ("load", "load_raw") and any(isinstance(v, FabricValue) for v in call.receivers):
+            values = set()
+            for given in (call.positional(1), call.keyword("state"), call.keyword("obj")):
+                for value in given:
+                    if isinstance(value, Container):
+                        values.update(self.read(("elements", value.site)))
+                    else:
+                        values.add(value)
+            values = frozenset(v for v in values if isinstance(v, (Wrapped, Instance)))
+        else:
+            return
+        if values:
+            self._event("reinit", call, values=values, method=method)
+
+    def _wrapped_attribute(self, wrapped: Wrapped, name: str) -> frozenset:
+        if name in _UNWRAPPING_ATTRIBUTES:
+            return self.read(("setup_module", _site_key(wrapped.site, wrapped.variant)))
+        if name == "mark_forward_method":
+            return frozenset({Special("mark", wrapped)})
+        if name in ("forward", "__call__"):
+            return frozenset({Special("wrapped_forward", wrapped)})
+        if name in _RETURNS_SELF:
+            return frozenset({Special("returns_receiver", wrapped)})
+        if name in wrapper_attributes():
+            return frozenset({Special("lib_method", wrapped, name)})
+        found = {WrappedMethod(wrapped, name)}
+        for inner in self.read(("setup_module", _site_key(wrapped.site, wrapped.variant))):
+            if isinstance(inner, Instance) and isinstance(inner.cls, Class):
+                found.update(self.read(("field", inner.cls, name)))
+        return frozenset(found)
+
+    def _derived_output(self, call: "_Call") -> frozenset:
+        """What a library call computes from tensors: it carries the wrapped model's outputs among its
+        arguments (also inside a list or tuple display: `torch.stack([a, b])`), else nothing known."""
+        found = set()
+        for values in [v for _, v in call.args] + [v for _, v in call.kwargs]:
+            for value in values:
+                if isinstance(value, Output):
+                    found.add(value)
+                elif isinstance(value, Container):
+                    found.update(v for v in self.read(("elements", value.site)) if isinstance(v, Output))
+        return frozenset(found) | JUST_UNKNOWN
+
+    def _tagged(self, values: frozenset, call: "_Call") -> frozenset:
+        """Instances a call returns while a meta-device context is active were made on the meta device."""
+        meta = call.frame.meta or call.frame.default_meta
+        if meta is None or not any(isinstance(v, Instance) and v.meta is None for v in values):
+            return values
+        tagged = frozenset(
+            value._replace(meta=self._meta_for(meta, call)) if isinstance(value, Instance) and value.meta is None else value
+            for value in values
+        )
+        self._event("meta_build", call, values=frozenset(v for v in tagged if isinstance(v, Instance) and v.meta is not None))
+        return tagged
+
+    def _meta_for(self, context: MetaTag, call: "_Call") -> MetaTag:
+        return MetaTag((context[0], context[1], call.node, call.frame.scope.path, context[4], context[5], context[6]))
+
+    def _makes_output(self, frame: _Frame | None) -> None:
+        if frame is not None and frame.scope.kind in (ir.FUNCTION, ir.LAMBDA):
+            self.write(("makes_output", frame.scope), MADE)
+
+    def _outputs_for_this_call(self, scope: ir.Scope, result: frozenset, bound: dict, frame) -> frozenset:
+        """A function's return summary joins all its calls: a loss helper given the wrapped model's
+        output in training and a plain tensor in a test returns an Output to both. The Output reaches
+        this call only when the function (or one it calls) runs the wrapped model itself, or this
+        call hands it an output (directly or in a container or tuple)."""
+        if self.read(("makes_output", scope)):
+            self._makes_output(frame)  # so the caller's callers get it too
+            return result
+        if any(self._carries_output(v) for vs in bound.values() for v in vs):
+            return result  # handed back what this call gave (the caller's own callers decide again)
+        return frozenset(v for v in result if not isinstance(v, Output))
+
+    def output_reaches(self, scope: ir.Scope) -> bool:
+        """After the solve: can an output of a wrapped model be in this scope on one of its own runs?
+        Only when it (or a function it calls) runs the wrapped model, or its callers hand it one. (Its
+        values alone cannot tell: a helper's summary joins every call.) Module code: always."""
+        if scope.kind not in (ir.FUNCTION, ir.LAMBDA) or self.peek(("makes_output", scope)):
+            return True
+        return any(self._carries_output(v, peek=True) for param in scope.params
+                   for v in self.peek(("param", scope, param.name)))
+
+    def _carries_output(self, value, peek: bool = False) -> bool:
+        if isinstance(value, Output):
+            return True
+        if isinstance(value, Container):
+            elements = (self.peek if peek else self.read)(("elements", value.site))
+            return any(isinstance(v, Output) for v in elements)
+        if isinstance(value, Tuple):
+            return any(isinstance(v, Output) for element in value.elements for v in element)
+        return False
+
+
+def _compiled(value):
+    if isinstance(value, Instance):
+        return value._replace(compiled=True)
+    return value
