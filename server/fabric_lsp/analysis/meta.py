@@ -1,6 +1,6 @@
 """The classes in a meta-device model's module tree that own tensors without `reset_parameters`
 (FAB002). Where models are created on the meta device and where they are materialized is found by
-the value-flow analysis (flow.py, analysis/__init__.py); this walks the tree built by one
+the value-flow analysis (flow.py, facts.py); this walks the tree built by one
 constructor call."""
 
 from __future__ import annotations
