@@ -2,7 +2,7 @@
 """Generate the torch/Lightning fallback tables used by the analysis.
 
 The analysis never imports torch or lightning. When they are not installed in the analysed
-interpreter it falls back to ``server/fabric_lsp/analysis/data/torch_tables.json``, which this
+interpreter it falls back to ``server/fabric_lsp/analysis/libraries/data/torch_tables.json``, which this
 script derives from a real torch + lightning installation: nn modules are constructed on the meta
 device, the Fabric wrapper is built with a real ``Fabric``, names are checked by importing them.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TABLES_PATH = REPO_ROOT / "server" / "fabric_lsp" / "analysis" / "data" / "torch_tables.json"
+TABLES_PATH = REPO_ROOT / "server" / "fabric_lsp" / "analysis" / "libraries" / "data" / "torch_tables.json"
 GENERATION_COMMAND = "python scripts/generate_torch_tables.py"
 
 # Constructor arguments for classes whose required arguments cannot be derived from the signature

@@ -100,3 +100,4 @@ def test_wheel_ships_the_typing_marker_and_data(wheel):
     assert "fabric_lsp/records/paths.json" in names
     for library in ("transformers", "peft", "timm", "open_clip", "torchvision", "diffusers", "sentence_transformers"):
         assert f"fabric_lsp/analysis/libraries/data/{library}.json" in names
+    assert "fabric_lsp/analysis/libraries/data/torch_tables.json" in names  # torch's and Lightning's

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.analysis.torch_tables import load_raw, parse_tables, tables
+from fabric_lsp.analysis.libraries.torch_tables import load_raw, parse_tables, tables
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "scripts" / "generate_torch_tables.py"
-COMMITTED = REPO_ROOT / "server" / "fabric_lsp" / "analysis" / "data" / "torch_tables.json"
+COMMITTED = REPO_ROOT / "server" / "fabric_lsp" / "analysis" / "libraries" / "data" / "torch_tables.json"
 VERSION_FIELDS = ("torch_version", "lightning_version")
 
 
@@ -194,7 +194,7 @@ def test_strategy_string_flags_match_their_classes():
 def test_loader_does_not_import_torch_or_lightning():
     code = (
         "import sys\n"
-        "from fabric_lsp.analysis.torch_tables import tables\n"
+        "from fabric_lsp.analysis.libraries.torch_tables import tables\n"
         "assert tables().nn_module('Linear') is not None\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning', 'lightning_fabric')))\n"
     )

@@ -4,7 +4,8 @@
     flow.py           the fixed-point value flow over the program's scopes (`Solver`)
     semantics/        what constructs mean to it: Python, torch, library calls, Fabric
     facts.py          the solved program -> the facts the rules read (`analyze`)
-    libraries/, torch_tables.py, torch_facts.py   the tables generated from the real libraries
+    libraries/        the tables generated from the real libraries (torch + Lightning, the model
+                      libraries) and what the analysis asks of them
 
 This module only names what the package offers to the rules, the engine and the servers.
 """

@@ -15,7 +15,7 @@ from typing import Iterator, Union
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, ImportTable, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.torch_facts import library_module_facts
+from fabric_lsp.analysis.libraries.torch_facts import library_module_facts
 from fabric_lsp.analysis.values import Class, Lib, Module
 
 MAX_DEPTH = 8

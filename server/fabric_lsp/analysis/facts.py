@@ -24,7 +24,7 @@ from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
 from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.torch_facts import wrapper_attributes
+from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import (
     Bound, Class, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
 )
@@ -398,7 +398,7 @@ def _documented_cli(facts: ProgramFacts, path: str) -> bool | None:
 
 
 def _strategy_class(site: ast.AST) -> str | None:
-    from fabric_lsp.analysis.torch_tables import tables
+    from fabric_lsp.analysis.libraries.torch_tables import tables
 
     for keyword in getattr(site, "keywords", ()):
         if keyword.arg == "strategy" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):

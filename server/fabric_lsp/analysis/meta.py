@@ -14,7 +14,7 @@ from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.modules import ModuleAnalyzer, OwnedTensor, _constructor_calls
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.torch_facts import library_module_facts
+from fabric_lsp.analysis.libraries.torch_facts import library_module_facts
 
 _MAX_TREE_DEPTH = 12
 

@@ -18,7 +18,7 @@ from fabric_lsp.analysis.classes import (
 )
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes
+from fabric_lsp.analysis.libraries.torch_facts import library_module_facts, nn_module_attributes
 
 MODULE = "module"
 NOT_MODULE = "not_module"

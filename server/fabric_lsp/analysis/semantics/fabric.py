@@ -20,7 +20,7 @@ from fabric_lsp.analysis.flow_state import (
     MAX_PARTIAL_DEPTH,
     MAX_SETUP_SITES,
 )
-from fabric_lsp.analysis.torch_tables import tables
+from fabric_lsp.analysis.libraries.torch_tables import tables
 from fabric_lsp.analysis.values import (
     Bound,
     Class,

@@ -10,8 +10,8 @@ from fabric_lsp.analysis.flow_state import _Call, _site_key, MetaTag
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.semantics.torch import _compiled, _FSDP_CLASSES, _NO_GRAD_FUNCTIONS, _RETURNS_SELF
-from fabric_lsp.analysis.torch_facts import nn_module_attributes
-from fabric_lsp.analysis.torch_tables import tables
+from fabric_lsp.analysis.libraries.torch_facts import nn_module_attributes
+from fabric_lsp.analysis.libraries.torch_tables import tables
 from fabric_lsp.analysis.values import (
     Const,
     const,

@@ -24,7 +24,7 @@ from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.semantics.fabric import _FABRIC_API
 from fabric_lsp.analysis.semantics.torch import _OUTPUT_DETACHING
-from fabric_lsp.analysis.torch_facts import library_module_facts, nn_module_attributes
+from fabric_lsp.analysis.libraries.torch_facts import library_module_facts, nn_module_attributes
 from fabric_lsp.analysis.values import (
     Bound,
     Class,

@@ -10,7 +10,7 @@ import ast
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.flow_state import _Call, _Frame, _site_key, MADE, MetaTag
-from fabric_lsp.analysis.torch_facts import wrapper_attributes
+from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import (
     Class,
     Container,

@@ -7,7 +7,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from fabric_lsp.analysis.torch_tables import NnModuleFacts, tables
+from fabric_lsp.analysis.libraries.torch_tables import NnModuleFacts, tables
 
 
 @dataclass(frozen=True)

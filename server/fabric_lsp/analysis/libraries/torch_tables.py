@@ -4,7 +4,7 @@ The facts live in `data/torch_tables.json`, generated from a real torch + lightn
 `scripts/generate_torch_tables.py` (see the `notes` in the JSON for what each field means). This
 module only reads that file: it never imports torch or lightning.
 
-    from fabric_lsp.analysis.torch_tables import tables
+    from fabric_lsp.analysis.libraries.torch_tables import tables
     facts = tables().nn_module("torch.nn.modules.linear.Linear")   # or "Linear"
     tables().strategy_wraps("ddp")                                  # True
     "mark_forward_method" in tables().fabric_module_attributes      # True
@@ -172,7 +172,7 @@ def parse_tables(raw: Mapping[str, Any]) -> TorchTables:
 
 def load_raw() -> dict[str, Any]:
     """The JSON document shipped in the package."""
-    text = (resources.files("fabric_lsp.analysis") / "data" / "torch_tables.json").read_text(encoding="utf-8")
+    text = (resources.files("fabric_lsp.analysis.libraries") / "data" / "torch_tables.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
