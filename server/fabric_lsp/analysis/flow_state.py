@@ -133,16 +133,28 @@ class _Frame:
         other.constructed = None
         return other
 
-    def merge(self, other: "_Frame") -> None:
+    def merge(self, other: "_Frame") -> bool:
+        """Join `other` (a branch) into this frame; whether a name or the marks gained a value (a
+        loop's fixed point). Forks share their sets: a name neither path wrote is left as it is."""
+        grew = False
+        env = self.env
         for name, values in other.env.items():
-            mine = self.env.get(name)
-            self.env[name] = values if mine is None else (mine | values)
-        self.marked = self.marked | other.marked
+            mine = env.get(name)
+            if mine is None:
+                env[name] = values
+                grew = True
+            elif values is not mine and not values <= mine:
+                env[name] = mine | values
+                grew = True
+        if not other.marked <= self.marked:
+            self.marked = self.marked | other.marked
+            grew = True
         if self.default_meta is None:
             self.default_meta = other.default_meta
         if self.written or other.written:  # after a branch: what both paths wrote, joined
             self.written = {key: values | other.written[key] for key, values in self.written.items() if key in other.written}
         self.fresh = self.fresh & other.fresh
+        return grew
 
 
 class ProgramView:

@@ -238,10 +238,7 @@ class PythonStatements:
             branch = state.fork()
             branch.in_loop = True
             body_once(branch)
-            before = {name: len(values) for name, values in state.env.items()}
-            marked = len(state.marked)
-            state.merge(branch)
-            if {name: len(values) for name, values in state.env.items()} == before and len(state.marked) == marked:
+            if not state.merge(branch):
                 break
         self._exec(orelse, state)
 
