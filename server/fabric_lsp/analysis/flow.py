@@ -374,6 +374,8 @@ class Solver:
         if self._log is not None:
             self._log.append((_WRITE, key, values))
         old = self.tables.get(key)
+        if old is not None and values <= old:
+            return  # nothing new: the common case on every re-run (as _merged would say)
         new, saturated, without_constants = _merged(old, values, key in self._saturated, key in self._without_constants)
         if saturated:
             self._saturated.add(key)
@@ -2149,7 +2151,9 @@ class Solver:
         for name, values in bound.items():
             values = frozenset(values)
             self.write(("param", scope, name), values)
-            passed.update(v.site for v in values if isinstance(v, Wrapped))
+            for value in values:
+                if isinstance(value, Wrapped):
+                    passed.add(value.site)
         if passed and node is not None and frame is not None:
             self._event_at("pass", node, frame, callee=scope, sites=frozenset(passed))
         if scope.is_generator:
@@ -3294,6 +3298,9 @@ def _fold(operands: list, compute) -> frozenset:
     operation is defined on them), anything else is unknown. Empty stays empty (nothing yet)."""
     if any(not values for values in operands):
         return NOTHING
+    for values in operands:  # an operand with no constant: every combination is unknown
+        if not any(type(value) is Const for value in values):
+            return JUST_UNKNOWN
     count = 1
     for values in operands:
         count *= len(values)
