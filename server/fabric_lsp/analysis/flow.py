@@ -223,6 +223,8 @@ class Solver(
         if self._log is not None:
             self._log.append((_WRITE, key, values))
         old = self.tables.get(key)
+        if old is not None and values <= old:
+            return  # nothing new: the common case on every re-run (as _merged would say)
         new, saturated, without_constants = _merged(old, values, key in self._saturated, key in self._without_constants)
         if saturated:
             self._saturated.add(key)

@@ -163,6 +163,9 @@ def _fold(operands: list, compute) -> frozenset:
     operation is defined on them), anything else is unknown. Empty stays empty (nothing yet)."""
     if any(not values for values in operands):
         return NOTHING
+    for values in operands:  # an operand with no constant: every combination is unknown
+        if not any(type(value) is Const for value in values):
+            return JUST_UNKNOWN
     count = 1
     for values in operands:
         count *= len(values)

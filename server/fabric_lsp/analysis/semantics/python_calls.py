@@ -284,7 +284,9 @@ class PythonCalls:
         for name, values in bound.items():
             values = frozenset(values)
             self.write(("param", scope, name), values)
-            passed.update(v.site for v in values if isinstance(v, Wrapped))
+            for value in values:
+                if isinstance(value, Wrapped):
+                    passed.add(value.site)
         if passed and node is not None and frame is not None:
             self._event_at("pass", node, frame, callee=scope, sites=frozenset(passed))
         if scope.is_generator:
