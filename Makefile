@@ -88,7 +88,7 @@ vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 # and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
 # The three set-ups (test venv, library venv, editors) download and build independently: side by side.
 # --dist loadgroup: tests sharing a costly set-up (the .vsix and workbench, pre-commit's hook environment, a
-# built wheel) run on one worker, which makes it once (tests/conftest.py, SHARED_SETUPS).
+# built wheel, torch tables) run on one worker, which makes it once (tests/conftest.py, SHARED_SETUPS).
 .PHONY: test-deps
 test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 
