@@ -9,7 +9,7 @@ both return the findings as plain data, in the shape of `fabric-lsp check --outp
 (the TypedDict `fabric_lsp.Finding`).
 """
 
-__version__ = "0.1.0"
+from fabric_lsp.version import __version__
 
 __all__ = [
     "CheckError",

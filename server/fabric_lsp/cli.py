@@ -47,13 +47,13 @@ try:
 except ImportError:  # Windows: no advisory lock; the digest check still applies
     fcntl = None  # type: ignore[assignment]
 
-import fabric_lsp
+from fabric_lsp.version import __version__
 from fabric_lsp.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, CacheUnavailable, FindingsCache, interpreter_fingerprint
-from fabric_lsp.config import (Config, ConfigResolver, expand_codes, is_config_error, load_config,
+from fabric_lsp.settings.config import (Config, ConfigResolver, expand_codes, is_config_error, load_config,
                                resolve_interpreter)
-from fabric_lsp.confinement import FixBounds, confine
-from fabric_lsp.edits import apply_fixes, unified_diff
-from fabric_lsp.files import read_bytes
+from fabric_lsp.fixes.confinement import FixBounds, confine
+from fabric_lsp.fixes.edits import apply_fixes, unified_diff
+from fabric_lsp.sources.files import read_bytes
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
 from fabric_lsp.report import (FORMAT_ALIASES, FORMATS, STATISTICS_FORMATS, TEXT_FORMATS, ReportContext, fixable, render,
                                render_statistics, sort_key)
@@ -61,7 +61,7 @@ from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import is_syntax_finding, without_syntax_notices
 from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_line, escape_lines
-from fabric_lsp.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
+from fabric_lsp.sources.walk import DecodedFile, Notice, byte_limit, discover, display_path, read_source
 
 PROG = "fabric-lsp"
 # Below this many files, starting worker processes (each importing jedi) costs more than it saves.
@@ -550,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Finds Lightning Fabric runtime errors before they happen."
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {fabric_lsp.__version__}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="check Python files and directories")
@@ -850,7 +850,7 @@ def _notebooks_of(findings: Sequence[Finding]) -> dict[str, object]:
 def _without_cell_spanning(selected: list[Finding], outcome: FixOutcome, cwd: str) -> list[Finding]:
     """The fixes that edit notebooks cell by cell: an edit across a cell boundary has no place in
     the notebook's JSON, so its fix is left out (said once)."""
-    from fabric_lsp.notebook import SpansCells, cell_edit
+    from fabric_lsp.sources.notebook import SpansCells, cell_edit
 
     kept = []
     for finding in selected:
@@ -870,7 +870,7 @@ def _without_cell_spanning(selected: list[Finding], outcome: FixOutcome, cwd: st
 
 def _notebook_result(path: str, applied: list[Finding], outcome: FixOutcome) -> None:
     """The notebook's JSON with the applied fixes' edits made in its cells (every other byte kept)."""
-    from fabric_lsp.notebook import apply_cell_edits, cell_edit
+    from fabric_lsp.sources.notebook import apply_cell_edits, cell_edit
 
     notebook = outcome.originals[path].notebook
     joined = notebook.joined()
@@ -898,8 +898,8 @@ def add_noqa(findings: Sequence[Finding], checked_digests: Mapping[str, str], cw
     list already there (noqa.noqa_edit, the editor's "Disable for this line"). Written only over the
     bytes that were analysed; notebooks and invalid-syntax entries are left as they are.
     Returns (directives added, whether a file could not be written)."""
-    from fabric_lsp import noqa
-    from fabric_lsp.edits import apply_text_edits
+    from fabric_lsp.fixes import noqa
+    from fabric_lsp.fixes.edits import apply_text_edits
 
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -981,7 +981,7 @@ def _refuse_programs_in_hook(args: argparse.Namespace) -> None:
                                        ("--trust-workspace", args.trust_workspace)) if given]
     if not chosen:
         return
-    from fabric_lsp.user_config import load_user_config, user_config_path
+    from fabric_lsp.settings.user_config import load_user_config, user_config_path
 
     if load_user_config()[0].allow_programs_in_hooks:
         return
@@ -1037,7 +1037,7 @@ def _watch(args: argparse.Namespace, cwd: str, paths: list[str]) -> int:
 
 
 def _watched_state(paths: list[str], configs: ConfigResolver, args: argparse.Namespace) -> frozenset:
-    from fabric_lsp.config import CONFIG_FILE_NAMES
+    from fabric_lsp.settings.config import CONFIG_FILE_NAMES
 
     existing = [path for path in paths if os.path.lexists(path)]
     files, _ = discover(existing, selection_for=configs.selection_for, force_exclude=args.force_exclude)
@@ -1120,7 +1120,7 @@ def _show_settings(path: str, configs: ConfigResolver, cwd: str) -> int:
     import dataclasses
     import json
 
-    from fabric_lsp.config import KNOWN_KEYS
+    from fabric_lsp.settings.config import KNOWN_KEYS
     from fabric_lsp.engine import project_root_for
 
     absolute = os.path.abspath(path)
@@ -1174,9 +1174,9 @@ def _say_verbose_plan(files: Sequence[str], configs: ConfigResolver, cwd: str) -
 
 
 def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
-    """One warning per malformed `# noqa` directive of the checked files (fabric_lsp.noqa, in
+    """One warning per malformed `# noqa` directive of the checked files (fabric_lsp.fixes.noqa, in
     ruff's words): such a directive suppresses nothing. Said on every run, cached results or not."""
-    from fabric_lsp import noqa
+    from fabric_lsp.fixes import noqa
 
     for path in files:
         try:
@@ -1191,14 +1191,14 @@ def _warn_noqa(files: Sequence[str], configs: ConfigResolver, cwd: str) -> None:
 
 
 def _say_noqa_problems(source: DecodedFile, cwd: str, display: str | None = None) -> None:
-    from fabric_lsp import noqa
+    from fabric_lsp.fixes import noqa
 
     if not noqa.mentions_fabric(source.text):
         return  # another tool's directives (noqa.mentions_fabric)
     for problem in noqa.directives(source.text).problems:
         where = f"{display or display_path(source.path, cwd)}:{problem.line + 1}"
         if source.notebook is not None:
-            from fabric_lsp.notebook import NotebookLocator
+            from fabric_lsp.sources.notebook import NotebookLocator
 
             number, inside = NotebookLocator(source.notebook).cell_position(Position(problem.line, 0))
             if number is not None:
@@ -1213,7 +1213,7 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
     efm-langserver). As ruff: the report goes to stdout; with `--fix` the fixed source goes to
     stdout (unchanged when nothing is fixed) and the report to stderr; `--diff` prints the diff.
     A fix edits standard input only (a fix of another file offers its in-file alternative)."""
-    from fabric_lsp.walk import NOTEBOOK_SUFFIXES, decode_notebook, decode_source, force_excluded
+    from fabric_lsp.sources.walk import NOTEBOOK_SUFFIXES, decode_notebook, decode_source, force_excluded
 
     for other in args.paths:
         if other != "-":
@@ -1340,7 +1340,7 @@ def _stdin_findings(source: DecodedFile, config: Config, cwd: str, say: bool = T
 def _stdin_notebooks(source: DecodedFile) -> dict[str, object]:
     if source.notebook is None:
         return {}
-    from fabric_lsp.notebook import NotebookLocator
+    from fabric_lsp.sources.notebook import NotebookLocator
 
     return {source.path: NotebookLocator(source.notebook)}
 
@@ -1601,7 +1601,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         chosen.append(rule)
     rules = tuple(chosen) or RULES
     if args.format == "markdown":
-        from fabric_lsp.records.rule_docs import render_rule_pages
+        from fabric_lsp.report.rule_docs import render_rule_pages
 
         sys.stdout.write(render_rule_pages([rule.code for rule in rules]))
         return 0

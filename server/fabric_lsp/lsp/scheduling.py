@@ -168,10 +168,10 @@ class AnalysisScheduler:
         text = snapshot.text  # a notebook's: its joined cells, once joined
         try:
             # The analysis machinery loads on the first analysis, not at `initialize` (issue 29).
-            from fabric_lsp.confinement import FixBounds, confine
+            from fabric_lsp.fixes.confinement import FixBounds, confine
             from fabric_lsp.engine import check_document, workspace_for
             from fabric_lsp.records.pages import page_url
-            from fabric_lsp.walk import exclude_matcher
+            from fabric_lsp.sources.walk import exclude_matcher
 
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable
