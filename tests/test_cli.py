@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import fabric_lsp
-from fabric_lsp.cli import check_files, exit_status, fix_findings, main
+from fabric_lsp.checking import check_files
+from fabric_lsp.cli import exit_status, fix_findings, main
 from fabric_lsp.settings.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records

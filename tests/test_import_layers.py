@@ -53,7 +53,7 @@ LAYERS = {
     "fabric_lsp.cli": 6,
     "fabric_lsp.lsp": 6,
     "fabric_lsp.__main__": 6,
-    "fabric_lsp.output_file": 6,
+    "fabric_lsp.cli.output_file": 6,
 }
 NAMES = ["text", "settings", "analysis", "rules", "engine", "api", "front"]
 
