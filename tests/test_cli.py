@@ -20,7 +20,9 @@ import pytest
 
 import fabric_lsp
 from fabric_lsp.checking import check_files
-from fabric_lsp.cli import exit_status, fix_findings, main
+from fabric_lsp.cli import main
+from fabric_lsp.cli.fixing import fix_findings
+from fabric_lsp.cli.output import exit_status
 from fabric_lsp.settings.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records

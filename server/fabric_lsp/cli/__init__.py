@@ -1,10 +1,12 @@
 """The `fabric-lsp` command: check / explain / rules / serve (DESIGN.md "Command line").
 
-`check` gives each file its Config (defaults <- its closest settings file <- command line:
-config.ConfigResolver, ruff's hierarchy) and passes it to the engine, which applies
-select/ignore/per-file-ignores/severity/hints/noqa itself; this module only finds and reads files
-(or standard input), runs the engine (in parallel processes for many files; one group per project
-and configuration), applies fixes and prints a report.
+One module per command (`check`, `explain`, `rules`, `serve`), over `arguments` (the parser, argv as
+argparse is to read it), `output` (notices on stderr, the report, the exit status), `fixing` (`--fix`,
+`--diff`, `--add-noqa`) and `output_file`. `check` parses its arguments into the API's typed options
+(api.CheckOptions), gets each file's Config from api.settings (defaults <- its closest settings file <-
+command line: settings.config.ConfigResolver, ruff's hierarchy) and the findings from api.check_files
+(the engine, in parallel processes for many files: checking.py), then applies fixes and renders the
+report (report/).
 
 Exit status of `check`: 0 nothing at Warning or above, 1 findings (a missing path: an `io-error` entry), 2 usage,
 configuration (config.is_config_error) or internal error
@@ -29,16 +31,10 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from fabric_lsp.checking import traceback_lines
 from fabric_lsp.cli.arguments import PROG, UsageError, build_parser, command_line, unknown_command
-from fabric_lsp.cli.check import cmd_check
-from fabric_lsp.cli.explain import cmd_explain
-from fabric_lsp.cli.fixing import fix_findings
-from fabric_lsp.cli.output import NoticeHandler, exit_status, say
-from fabric_lsp.cli.rules import cmd_rules
-from fabric_lsp.cli.serve import cmd_serve
+from fabric_lsp.cli.output import NoticeHandler, say
 
-__all__ = ["PROG", "UsageError", "build_parser", "exit_status", "fix_findings", "main", "run"]
+__all__ = ["PROG", "UsageError", "build_parser", "main", "run"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # thresholds the collector keeps scanning that heap, and its full passes showed as 0.5-1 s
     # pauses in edit latency. Less frequent collections keep the cycles collected, without pauses.
     gc.set_threshold(100_000, 50, 100)
-    handler = {"check": cmd_check, "explain": cmd_explain, "rules": cmd_rules, "serve": cmd_serve}[args.command]
+    # Only the command's own module is imported (`serve` answers `initialize` before the analysis and the
+    # checking machinery load: tests/lsp/test_lsp_startup.py).
+    import importlib
+
+    handler = getattr(importlib.import_module(f"fabric_lsp.cli.{args.command}"), f"cmd_{args.command}")
     # The library's log warnings as notice lines (else logging's last-resort handler writes them raw);
     # the server logs to its client instead (lsp/server.py).
     notices = NoticeHandler(logging.WARNING) if args.command != "serve" else None
@@ -93,6 +93,8 @@ def _run_command(handler, args: argparse.Namespace) -> int:
         return 130
     except Exception as error:
         say(f"{PROG}: error: internal error")
+        from fabric_lsp.checking import traceback_lines
+
         for line in traceback_lines(error):
             say(line)
         return 2

@@ -15,7 +15,6 @@ from fabric_lsp.report import (FORMAT_ALIASES, STATISTICS_FORMATS, ReportContext
                                render_statistics)
 from fabric_lsp.report.escape import escape_line
 from fabric_lsp.sources.walk import display_path
-from fabric_lsp.checking import notebooks_of
 from fabric_lsp.cli.arguments import PROG, UsageError
 
 
@@ -51,6 +50,8 @@ def say_notice(message: str) -> None:
 
 def where_of(finding: Finding, cwd: str) -> str:
     """`path:row:col` of a finding for a notice; `nb.ipynb:cell 3:4:16` in a notebook."""
+    from fabric_lsp.checking import notebooks_of
+
     return ReportContext(cwd=cwd, notebooks=notebooks_of([finding])).where(finding.span.path, finding.span.start)
 
 
