@@ -20,6 +20,11 @@ STAMP_CODE_SERVER := $(TOOLS)/code-server/.installed-$(CODE_SERVER_VERSION)
 STAMP_CLIENT := vscode-client/node_modules/.installed
 APT_PACKAGES := chromium libkrb5-dev
 
+# Python writes each module's bytecode once and reuses it, as in an installed package: the tests start
+# the server and the CLI as new processes hundreds of times, and a shell's PYTHONDONTWRITEBYTECODE=1
+# made every one of them compile the whole package again (~0.3 s each).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables
 
 $(BIN)/python:

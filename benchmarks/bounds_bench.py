@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from check_bench import as_installed
+
 REPO = Path(__file__).resolve().parents[1]
 CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
 
@@ -49,7 +51,7 @@ def source_of_size(size: int) -> str:
 
 
 def measure(path: Path) -> tuple[float, int]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "server"), os.environ.get("PYTHONPATH")) if p)}
+    env = {**as_installed(dict(os.environ)), "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "server"), os.environ.get("PYTHONPATH")) if p)}
     completed = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env=env, capture_output=True,
                                text=True, timeout=1800, check=True)
     seconds, rss_kib = completed.stdout.split()

@@ -15,8 +15,23 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = ".fabric-lsp-cache"
 
 
+def as_installed(env: dict[str, str]) -> dict[str, str]:
+    """The server and CLI measured as a user runs them: pip (and the editor's first start of the
+    bundled server) writes the package's bytecode once, so no run compiles its ~80 modules again.
+    A shell with PYTHONDONTWRITEBYTECODE=1 (this machine's) made every measured process compile
+    them (~0.3 s of each start); `compile_package` writes the bytecode before measuring."""
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_package() -> None:
+    import compileall
+
+    compileall.compile_dir(str(REPO / "server" / "fabric_lsp"), quiet=1)
+
+
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = as_installed(dict(os.environ))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "server"), env.get("PYTHONPATH")) if p)
     env.pop("VIRTUAL_ENV", None)
     return env

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edits import Typist
 from generate import no_fabric_script, training_script, write_tree
+from check_bench import as_installed
 from lsp_client import ServerProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ def server_command() -> list[str]:
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = as_installed(dict(os.environ))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "server"), env.get("PYTHONPATH")) if p)
     env.pop("VIRTUAL_ENV", None)  # analyse against the interpreter running the server (torch + lightning)
     env.pop("FABRIC_LSP_TEST_ANALYSIS_DELAY", None)

@@ -213,16 +213,28 @@ class _Frame:
         other.constructed = None
         return other
 
-    def merge(self, other: "_Frame") -> None:
+    def merge(self, other: "_Frame") -> bool:
+        """Join `other` (a branch) into this frame; whether a name or the marks gained a value (a
+        loop's fixed point). Forks share their sets: a name neither path wrote is left as it is."""
+        grew = False
+        env = self.env
         for name, values in other.env.items():
-            mine = self.env.get(name)
-            self.env[name] = values if mine is None else (mine | values)
-        self.marked = self.marked | other.marked
+            mine = env.get(name)
+            if mine is None:
+                env[name] = values
+                grew = True
+            elif values is not mine and not values <= mine:
+                env[name] = mine | values
+                grew = True
+        if not other.marked <= self.marked:
+            self.marked = self.marked | other.marked
+            grew = True
         if self.default_meta is None:
             self.default_meta = other.default_meta
         if self.written or other.written:  # after a branch: what both paths wrote, joined
             self.written = {key: values | other.written[key] for key, values in self.written.items() if key in other.written}
         self.fresh = self.fresh & other.fresh
+        return grew
 
 
 class ProgramView:
@@ -362,6 +374,8 @@ class Solver:
         if self._log is not None:
             self._log.append((_WRITE, key, values))
         old = self.tables.get(key)
+        if old is not None and values <= old:
+            return  # nothing new: the common case on every re-run (as _merged would say)
         new, saturated, without_constants = _merged(old, values, key in self._saturated, key in self._without_constants)
         if saturated:
             self._saturated.add(key)
@@ -851,10 +865,7 @@ class Solver:
             branch = state.fork()
             branch.in_loop = True
             body_once(branch)
-            before = {name: len(values) for name, values in state.env.items()}
-            marked = len(state.marked)
-            state.merge(branch)
-            if {name: len(values) for name, values in state.env.items()} == before and len(state.marked) == marked:
+            if not state.merge(branch):
                 break
         self._exec(orelse, state)
 
@@ -2140,7 +2151,9 @@ class Solver:
         for name, values in bound.items():
             values = frozenset(values)
             self.write(("param", scope, name), values)
-            passed.update(v.site for v in values if isinstance(v, Wrapped))
+            for value in values:
+                if isinstance(value, Wrapped):
+                    passed.add(value.site)
         if passed and node is not None and frame is not None:
             self._event_at("pass", node, frame, callee=scope, sites=frozenset(passed))
         if scope.is_generator:
@@ -3285,6 +3298,9 @@ def _fold(operands: list, compute) -> frozenset:
     operation is defined on them), anything else is unknown. Empty stays empty (nothing yet)."""
     if any(not values for values in operands):
         return NOTHING
+    for values in operands:  # an operand with no constant: every combination is unknown
+        if not any(type(value) is Const for value in values):
+            return JUST_UNKNOWN
     count = 1
     for values in operands:
         count *= len(values)

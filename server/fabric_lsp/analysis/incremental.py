@@ -45,8 +45,11 @@ _valid: "OrderedDict[str, SourceFile]" = OrderedDict()  # path -> last SourceFil
 _latest: dict[str, SourceFile] = {}  # path -> last SourceFile asked for (may be a syntax error)
 _total_chars = 0
 _active = 0  # analyses running now, in any thread
-_GC_YOUNG_THRESHOLD = 10_000
-_gc_thresholds: tuple[int, ...] | None = None  # the thresholds to restore when no analysis runs
+_collector_was_enabled = False  # whether to enable the cyclic collector again when no analysis runs
+# The long-running server freezes what a large analysis leaves alive (freeze_what_analyses_keep).
+_freeze_kept = False
+FREEZE_ABOVE = 100_000  # objects an analysis left alive: a program built from scratch, not an edit
+FROZEN_AT_MOST = 4_000_000  # past this many frozen objects, they go back to the collector once
 _checking = threading.local()  # .sources: path -> the SourceFile this thread's analysis checks
 stats = {"full": 0, "incremental": 0, "reused": 0, "fallback": 0, "shifted": 0}
 
@@ -55,15 +58,17 @@ stats = {"full": 0, "incremental": 0, "reused": 0, "fallback": 0, "shifted": 0}
 def analysing():
     """Brackets one analysis (the engine's check_source): counted, so that trees are shifted in
     place only while a single analysis runs, and the checked source is known to the workspace."""
-    global _active, _gc_thresholds
+    global _active, _collector_was_enabled
     with _lock:
         _active += 1
         if _active == 1:
-            # An analysis allocates millions of long-lived small objects; at the default threshold
-            # the collector's passes over the growing heap took about two thirds of the time on a
-            # big file (benchmarks/bounds_bench.py). Fewer young collections while analysing.
-            _gc_thresholds = gc.get_threshold()
-            gc.set_threshold(max(_gc_thresholds[0], _GC_YOUNG_THRESHOLD), *_gc_thresholds[1:])
+            # An analysis allocates hundreds of thousands of small objects that outlive it (trees,
+            # the program's tables) and almost no cycles (about 500 per edit of a 60-file program):
+            # the collector's passes over them were a quarter of a first analysis (0.3 of 1.4 s on
+            # litgpt's lora.py), up to two thirds on a big file (benchmarks/bounds_bench.py). It is
+            # paused while analysing; the cycles are collected after.
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
     previous = getattr(_checking, "sources", None)
     _checking.sources = {}
     try:
@@ -72,9 +77,27 @@ def analysing():
         _checking.sources = previous
         with _lock:
             _active -= 1
-            if _active == 0 and _gc_thresholds is not None:
-                gc.set_threshold(*_gc_thresholds)
-                _gc_thresholds = None
+            if _active == 0 and _collector_was_enabled:
+                if _freeze_kept and gc.get_count()[0] > FREEZE_ABOVE:
+                    _freeze_young_objects()
+                gc.enable()
+
+
+def freeze_what_analyses_keep() -> None:
+    """For a process that owns its heap and answers while the user types (the server): what a large
+    analysis leaves alive is moved out of the collector's sight (gc.freeze) instead of being
+    traversed by its next passes, which would take a fifth of a second at the next allocation of
+    any thread. Reference counting still frees it; only cycles among it stay (a few thousand
+    objects per program built), and all of it goes back to the collector past FROZEN_AT_MOST."""
+    global _freeze_kept
+    _freeze_kept = True
+
+
+def _freeze_young_objects() -> None:
+    if gc.get_freeze_count() > FROZEN_AT_MOST:
+        gc.unfreeze()  # into the oldest generation: its next full pass reclaims the old cycles
+    else:
+        gc.freeze()
 
 
 def checked_source(path: str) -> SourceFile | None:

@@ -168,8 +168,11 @@ class AnalysisScheduler:
         text = snapshot.text  # a notebook's: its joined cells, once joined
         try:
             # The analysis machinery loads on the first analysis, not at `initialize` (issue 29).
+            from fabric_lsp.analysis.incremental import freeze_what_analyses_keep
             from fabric_lsp.fixes.confinement import FixBounds, confine
             from fabric_lsp.engine import check_document, workspace_for
+
+            freeze_what_analyses_keep()  # the server owns its heap (see there)
             from fabric_lsp.records.pages import page_url
             from fabric_lsp.sources.walk import exclude_matcher
 
