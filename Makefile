@@ -92,13 +92,15 @@ vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 # (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping),
 # and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
 # The three set-ups (test venv, library venv, editors) download and build independently: side by side.
+# --dist loadgroup: tests sharing a costly set-up (the .vsix and workbench, pre-commit's hook environment, a
+# built wheel, torch tables) run on one worker, which makes it once (tests/conftest.py, SHARED_SETUPS).
 .PHONY: test-deps
 test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 
 test:
 	@$(MAKE) --no-print-directory -j3 -O test-deps
 	cd vscode-client && npm test
-	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 -q --durations=30
+	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30
 
 clean:
 	rm -rf $(VENV) .pytest_cache vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix

@@ -21,7 +21,7 @@ CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
 # Runs in the child: analyse the file named by argv[1], print "<seconds> <peak RSS in KiB>".
 _CHILD = """
 import resource, sys, time
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 text = open(sys.argv[1], encoding="utf-8").read()
 started = time.perf_counter()

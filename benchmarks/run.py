@@ -336,7 +336,7 @@ def _agreement(result: dict) -> str:
     """The last published diagnostics of every file equal a fresh analysis of the final texts."""
     from dataclasses import replace
 
-    from fabric_lsp.config import load_config
+    from fabric_lsp.settings.config import load_config
     from fabric_lsp.engine import check_source
     from fabric_lsp.analysis.workspace import Workspace
 

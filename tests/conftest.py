@@ -31,3 +31,27 @@ def precommit_hook(tmp_path_factory):
     from support.precommit import make_hook_repository
 
     return make_hook_repository(tmp_path_factory.mktemp("pre-commit"))
+
+
+# Set-ups that are built once per pytest process and cost many seconds (tests/editors/test_vscode.py's
+# .vsix and its workbench sessions, one at a time behind a lock; pre-commit's hook environment; the torch
+# tables' regeneration; a built wheel). Under `pytest -n 2 --dist loadgroup` (make test) the tests that use
+# one of them go to one worker, so the set-up is made once instead of once per worker, and no worker waits
+# on another's workbench lock. Without --dist loadgroup the mark does nothing.
+SHARED_SETUPS = {
+    "vsix": "vscode-workbench",
+    "precommit_hook": "pre-commit-hook",
+    ("test_torch_tables.py", "regenerated"): "torch-tables",
+    ("test_packaging.py", "wheel"): "packaging-wheel",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook, which reads the marks into the test ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for key, group in SHARED_SETUPS.items():
+            name = key if isinstance(key, str) else key[1]
+            if name in names and (isinstance(key, str) or item.path.name == key[0]):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break

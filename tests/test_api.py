@@ -168,3 +168,73 @@ def test_errors_and_what_the_command_says(tmp_path, monkeypatch, caplog):
                for record in caplog.records), caplog.text
     assert (sys.stdout, sys.stderr, gc.get_threshold()) == (stdout, stderr, threshold)
     assert api.CheckError is fabric_lsp.CheckError
+
+
+def test_other_threads_output_is_not_captured(tmp_path, monkeypatch):
+    # The API never points the process's streams elsewhere (issue 28): a thread that prints while a
+    # check runs keeps every line on its stream, and the check's findings are whole.
+    project = _project(tmp_path, CASE)
+    monkeypatch.chdir(project)
+    import io
+    import threading
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", stream)
+    started, done = threading.Event(), threading.Event()
+    printed = 0
+
+    def tick():
+        nonlocal printed
+        started.set()
+        while not done.is_set():
+            print("tick")
+            printed += 1
+            done.wait(0.002)
+
+    thread = threading.Thread(target=tick)
+    thread.start()
+    started.wait()
+    try:
+        found = fabric_lsp.check_paths(["."])
+        found_source = fabric_lsp.check_source((project / CASE).read_text(), CASE)
+    finally:
+        done.set()
+        thread.join()
+    assert [f["code"] for f in found] == ["FAB001"] and found_source == found
+    assert stream.getvalue() == "tick\n" * printed
+
+
+def test_the_typed_surface_under_check_paths(tmp_path, monkeypatch):
+    # What the command line is built on: options -> settings -> check_files -> findings as data.
+    project = _project(tmp_path, CASE, "fab004_typo_generate.py")
+    (project / "latin1.py").write_bytes(b"# -*- coding: ascii -*-\nname = '\xe9'\n")
+    monkeypatch.chdir(project)
+    from fabric_lsp.sources.walk import discover
+
+    configs = api.settings(api.CheckOptions(select=("FAB001",)))
+    files, _ = discover(["."], selection_for=configs.selection_for)
+    said: list[str] = []
+    result = api.check_files(files, configs, notify=said.append)
+    assert isinstance(result, api.CheckResult) and not result.failed
+    assert sorted(f.code for f in result.findings) == ["FAB001"]
+    assert [n.path for n in result.notices] == [str(project / "latin1.py")]
+    assert [(f.code, f.span.start.line + 1) for f in result.findings] == \
+        [(f["code"], f["location"]["row"]) for f in fabric_lsp.check_paths(["."], select="FAB001")]
+    with pytest.raises(api.OptionError, match="--ignore: unknown rule code 'FAB999'"):
+        api.settings(api.CheckOptions(ignore=("FAB999",)))
+    assert issubclass(api.OptionError, ValueError)
+
+
+def test_the_api_module_runs_no_command_line():
+    # api.py (and the engine-level checking.py under it) import no part of the CLI and touch no
+    # process stream: the CLI is built on them, not the other way round (issue 28).
+    import ast
+
+    for name in ("api.py", "checking.py"):
+        tree = ast.parse((SERVER_DIR / "fabric_lsp" / name).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert not {m for m in imported if m and (m == "fabric_lsp.cli" or m.startswith("fabric_lsp.cli."))}, name
+        streams = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                   and isinstance(node.value, ast.Name) and node.value.id == "sys"}
+        assert not streams & {"stdin", "stdout", "stderr"}, (name, streams)

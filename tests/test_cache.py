@@ -132,7 +132,7 @@ def test_another_tool_version_does_not_reuse(tmp_path, monkeypatch):
     _check(project)
     _plant(project)
     monkeypatch.setattr(cache_module, "tool_fingerprint", lambda: "another-build")
-    from fabric_lsp.config import load_config
+    from fabric_lsp.settings.config import load_config
 
     config, _ = load_config(project)
     reopened = cache_module.FindingsCache.open(config, sys.executable, str(project))
@@ -199,7 +199,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path):
 
 
 def test_findings_survive_the_json_round_trip():
-    from fabric_lsp.config import Config
+    from fabric_lsp.settings.config import Config
     from fabric_lsp.engine import check_source
 
     seen = 0

@@ -19,12 +19,15 @@ from pathlib import Path
 import pytest
 
 import fabric_lsp
-from fabric_lsp.cli import check_files, exit_status, fix_findings, main
-from fabric_lsp.config import Config
+from fabric_lsp.checking import check_files
+from fabric_lsp.cli import main
+from fabric_lsp.cli.fixing import fix_findings
+from fabric_lsp.cli.output import exit_status
+from fabric_lsp.settings.config import Config
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Severity, Span, TextEdit
 from fabric_lsp.records import RULES, default_records
 from fabric_lsp.records.pages import page_url
-from fabric_lsp.walk import decode_source, discover, read_source
+from fabric_lsp.sources.walk import decode_source, discover, read_source
 
 from support.cases import discover_cases
 

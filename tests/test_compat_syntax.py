@@ -14,7 +14,7 @@ import pytest
 
 from fabric_lsp.analysis.compat import neutralize
 from fabric_lsp.analysis.source import SourceFile
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 ROOT = Path(__file__).resolve().parents[1]

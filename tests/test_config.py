@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import fabric_lsp.config as config_module
-from fabric_lsp.config import ALL_CODES, DEFAULT_MAX_FILE_SIZE, Config, find_pyproject, load_config
+import fabric_lsp.settings.config as config_module
+from fabric_lsp.settings.config import ALL_CODES, DEFAULT_MAX_FILE_SIZE, Config, find_pyproject, load_config
 from fabric_lsp.findings import Severity
 
 DEFAULT = Config()

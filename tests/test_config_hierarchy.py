@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.config import ConfigResolver, find_config_file
+from fabric_lsp.settings.config import ConfigResolver, find_config_file
 
 from support.cli_runs import BOTH, PROGRAM, codes_by_file, run_check, write
 

@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_lsp.edits import (
+from fabric_lsp.fixes.edits import (
     OverlappingEdits,
     apply_fixes,
     apply_text_edits,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source, is_suppressed
 from fabric_lsp.findings import Severity
 

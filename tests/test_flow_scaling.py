@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fabric_lsp.analysis.program import build_programs, solve
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 LOCAL_CLASSES = 300

@@ -25,11 +25,15 @@ REPRESENTATIVE = [
     ("fab001_flow_src_layout", "plain"),  # a project: main.py puts src/ on sys.path, the error is in mypkg
     ("fab001_flow_helper_ddp_and_single", "ddp"),  # a warning label, proven by the LT_STRATEGY=ddp run
     ("fab001_two_devices_default_strategy", "plain"),  # devices=2: Lightning starts `python main.py` for rank 1
-    ("fab002_nested_block", "plain"),  # FAB002: _materialize_meta_tensors' TypeError
     ("fab002_flow_litgpt_empty_init_world_size_twin", "plain"),  # FAB002 raised inside torch FSDP (gloo group)
     ("fab002_flow_model_parallel_init_module", "plain"),  # ModelParallel: exit 0 with the warning
-    ("fab001_neg_flow_helper_gets_module", "ddp"),  # a clean case
 ]
+# Each case is run twice (cold and forked), so only cases that exercise a different path of the fork server
+# are here; every case still runs through it in test_ground_truth.py. Left out as covered by other tests of
+# this file: a single-process uncaught exception (fab002_nested_block: the PROBE test compares a whole
+# traceback, stdout and stderr) and a clean exit under LT_STRATEGY=ddp (fab001_neg_flow_helper_gets_module:
+# the ddp-mode case above and the PROBE test, run in ddp mode, cover the environment; the random-state and
+# cwd probes exit 0).
 
 _WORKDIR_RE = re.compile(r"/gt-[\w.-]+?-[a-z0-9_]{8}(?=/)")
 

@@ -13,7 +13,7 @@ import pytest
 
 import fabric_lsp.analysis.workspace as workspace_module
 import fabric_lsp.engine as engine
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 from fabric_lsp.findings import Severity
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.noqa import directives
+from fabric_lsp.fixes.noqa import directives
 
 from support.cli_runs import FAB001_LINE, FAB003_LINE, PROGRAM, findings, program_with, run_check, write
 
@@ -182,7 +182,7 @@ async def test_the_server_reads_noqa_as_check_does(tmp_path):
     ('s = "noqa"\n', True),  # not a comment: the tokens decide (no warning)
 ])
 def test_the_quick_scan_leaves_every_possible_warning_to_the_lexer(text, may):
-    from fabric_lsp.noqa import directives, may_warn
+    from fabric_lsp.fixes.noqa import directives, may_warn
 
     assert may_warn(text) is may
     if not may:

@@ -1,5 +1,5 @@
 """Jupyter notebooks on the command line: the joining of cells and the neutralising of IPython
-syntax (fabric_lsp.notebook), discovery and its settings, findings located by cell in every output
+syntax (fabric_lsp.sources.notebook), discovery and its settings, findings located by cell in every output
 format, `--fix`/`--diff` edits in the right cells with the rest of the JSON byte for byte the same,
 a fix from a notebook into a module, and malformed notebooks."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fabric_lsp.findings import Position
-from fabric_lsp.notebook import SpansCells, apply_cell_edits, cell_edit, join_cells, neutralise, read_notebook
+from fabric_lsp.sources.notebook import SpansCells, apply_cell_edits, cell_edit, join_cells, neutralise, read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = str(ROOT / "server")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.notebook import read_notebook
+from fabric_lsp.sources.notebook import read_notebook
 from support.cases import MODE_ENV, applicable_modes, expected_outcome_problems, run_case
 from support.notebook_cases import discover_notebook_cases, expected_findings, label_view, script_case
 

@@ -1,9 +1,9 @@
-"""docs/rules/FAB00N.md are what `fabric-lsp rules --format markdown` renders (records/rule_docs.py),
+"""docs/rules/FAB00N.md are what `fabric-lsp rules --format markdown` renders (report/rule_docs.py),
 and what they show is true: the runtime error is the record's (Lightning's) message, the example is
 the rule module's INVALID case and gets the rule's finding, "Use instead" gets none. Hover and
 `explain` end with the page's path; links in diagnostics and SARIF stay the record's source link.
 
-After changing a rule, its record or its prose: `python -m fabric_lsp.records.rule_docs docs/rules`.
+After changing a rule, its record or its prose: `python -m fabric_lsp.report.rule_docs docs/rules`.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from fabric_lsp.cli import main
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 from fabric_lsp.records import RULES, default_records, render_markdown, render_text
 from fabric_lsp.records.pages import page_url
-from fabric_lsp.records.rule_docs import PROSE, render_rule_page
+from fabric_lsp.report.rule_docs import PROSE, render_rule_page
 from fabric_lsp.rules import ALL_RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "rules"
 CODES = [rule.code for rule in RULES]
-REGENERATE = "python -m fabric_lsp.records.rule_docs docs/rules"
+REGENERATE = "python -m fabric_lsp.report.rule_docs docs/rules"
 
 
 @pytest.mark.parametrize("code", CODES)

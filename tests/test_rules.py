@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 from fabric_lsp.rules import ALL_RULES
 
@@ -62,8 +62,8 @@ def _alternative_cases():
 def test_alternative_examples_fix_only_the_checked_file(tmp_path, rule, case):
     """The checked file alone is in bounds: its finding's main fix (in another file) is refused and
     the in-file alternative, applied, gives the expected text (or no fix is offered)."""
-    from fabric_lsp.confinement import FixBounds, confine
-    from fabric_lsp.edits import apply_fixes
+    from fabric_lsp.fixes.confinement import FixBounds, confine
+    from fabric_lsp.fixes.edits import apply_fixes
 
     for name, text in case.files:
         (tmp_path / name).write_text(text, encoding="utf-8")

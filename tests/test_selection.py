@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lsp.gitignore import GitIgnore, parse
-from fabric_lsp.walk import discover
+from fabric_lsp.sources.gitignore import GitIgnore, parse
+from fabric_lsp.sources.walk import discover
 
 from support.cli_runs import (BOTH, FAB001_LINE, FAB003_LINE, PROGRAM, codes_by_file, findings, program_with,
                               run_check, write)

@@ -9,8 +9,6 @@ both return the findings as plain data, in the shape of `fabric-lsp check --outp
 (the TypedDict `fabric_lsp.Finding`).
 """
 
-__version__ = "0.1.0"
-
 __all__ = [
     "CheckError",
     "Edit",
@@ -28,10 +26,16 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs more
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time these load on first use (__getattr__)
     from typing import Any
 
+    from fabric_lsp.version import __version__
     from fabric_lsp.api import CheckError, Edit, Finding, Fix, Location, Related, check_paths, check_source
 
 
 def __getattr__(name: str) -> "Any":
+    if name == "__version__":  # in version.py, which every layer may import; loaded on first use here too
+        from fabric_lsp.version import __version__
+
+        globals()[name] = __version__
+        return __version__
     if name in _API:
         from fabric_lsp import api
 
@@ -42,4 +46,4 @@ def __getattr__(name: str) -> "Any":
 
 
 def __dir__() -> "list[str]":
-    return sorted(set(globals()) | set(_API))
+    return sorted(set(globals()) | set(__all__))

@@ -42,14 +42,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-import fabric_lsp
-from fabric_lsp.config import Config
-from fabric_lsp.files import read_bytes, unchanged_on_disk
+from fabric_lsp.version import __version__
+from fabric_lsp.settings.config import Config
+from fabric_lsp.sources.files import read_bytes, unchanged_on_disk
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
 
 CACHE_DIR_NAME = ".fabric-lsp-cache"
 SCHEMA = 4  # 2: one entry per project; 3: with its programs and notices; 4: with what they read outside it
-_PACKAGE_DIR = Path(fabric_lsp.__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent  # the package folder (cache.py sits at its root)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ def tool_fingerprint() -> str:
         if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
             info = path.stat()
             files.append((str(path.relative_to(_PACKAGE_DIR)), info.st_size, info.st_mtime_ns))
-    return _digest(fabric_lsp.__version__, files)
+    return _digest(__version__, files)
 
 
 @functools.lru_cache(maxsize=16)
@@ -238,7 +238,7 @@ class CacheFolder:
             _create_new(".gitignore", cache_fd, "# Automatically created by fabric-lsp.\n*\n")
             _create_new("CACHEDIR.TAG", cache_fd, "Signature: 8a477f597d28d172789f06886806bc55\n"
                         "# This file is a cache directory tag created by fabric-lsp.\n")
-            return _open_folder(fabric_lsp.__version__, cache_fd)
+            return _open_folder(__version__, cache_fd)
         finally:
             os.close(cache_fd)
 

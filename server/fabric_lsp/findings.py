@@ -73,7 +73,7 @@ class Finding:
     related: tuple[Related, ...] = ()
     fix: Fix | None = None
     # Fixes confined to the finding's own file, offered instead of `fix` when `fix` edits a file
-    # a fix may not touch (fabric_lsp.confinement); unsafe: they change what the code does.
+    # a fix may not touch (fabric_lsp.fixes.confinement); unsafe: they change what the code does.
     alternatives: tuple[Fix, ...] = field(default=(), compare=False, hash=False)
     # Names that fill the record's runtime error message for this occurrence,
     # e.g. {"class": "TinyLM", "method": "generate"}.

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from fabric_lsp.config import load_config
+from fabric_lsp.settings.config import load_config
 from fabric_lsp.engine import check_source
-from fabric_lsp.notebook import join_cells
+from fabric_lsp.sources.notebook import join_cells
 from lspkit import (
     TIMEOUT,
     apply_edits,

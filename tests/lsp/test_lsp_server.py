@@ -199,7 +199,7 @@ def test_server_and_engine_never_import_torch_or_lightning():
     script = (
         "import sys\n"
         "from fabric_lsp.lsp.server import create_server\n"
-        "from fabric_lsp.config import Config\n"
+        "from fabric_lsp.settings.config import Config\n"
         "from fabric_lsp.engine import check_source\n"
         "create_server()\n"
         f"path = {str(CASES / 'fab002_block_in_other_module' / 'main.py')!r}\n"

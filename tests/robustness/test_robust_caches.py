@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 MAIN = '''import lightning as L

@@ -16,7 +16,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 from robustness_support import fixture_files, peak_rss_mb, record_figure, span_problems

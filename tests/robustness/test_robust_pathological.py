@@ -50,7 +50,7 @@ _RUNNER = textwrap.dedent(
             records.append(f"{record.levelname} {record.getMessage()}")
     logging.getLogger("fabric_lsp").addHandler(Keep())
     logging.getLogger("fabric_lsp").setLevel(logging.INFO)
-    from fabric_lsp.config import Config
+    from fabric_lsp.settings.config import Config
     from fabric_lsp.engine import check_source
     path, root = sys.argv[1], sys.argv[2]
     text = open(path, encoding="utf-8").read()

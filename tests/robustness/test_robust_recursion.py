@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 from robustness_support import record_figure

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from fabric_lsp.config import MAX_FILE_SIZE_CEILING, load_config
+from fabric_lsp.settings.config import MAX_FILE_SIZE_CEILING, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"

@@ -115,8 +115,8 @@ async def test_server_answers_edits_with_a_volume_of_globs(tmp_path, shape):
 
 
 def test_globs_past_the_bound_are_left_out_in_the_files_order(tmp_path):
-    from fabric_lsp.config import load_config
-    from fabric_lsp.globs import MAX_GLOBS_PER_FILE
+    from fabric_lsp.settings.config import load_config
+    from fabric_lsp.sources.globs import MAX_GLOBS_PER_FILE
 
     excludes = [f"gen{index}/" for index in range(MAX_GLOBS_PER_FILE + 5)]
     (tmp_path / "pyproject.toml").write_text(settings(excludes, ["tools/*.py"]))
@@ -169,7 +169,7 @@ def _reference_matches(tokens, text: str) -> bool:
 def test_glob_sets_answer_as_each_glob_alone():
     import random
 
-    from fabric_lsp.globs import GlobError, GlobSet, compile_glob
+    from fabric_lsp.sources.globs import GlobError, GlobSet, compile_glob
 
     generator = random.Random(24)
     pieces = ["a", "b", "/", ".", "*", "?", "[ab]", "[!a]", "[a-b]", "**/", "**"]
@@ -202,8 +202,8 @@ def test_glob_sets_answer_as_each_glob_alone():
 def test_the_ignore_files_of_a_folder_share_one_bound(tmp_path):
     """The bound counts the globs of every ignore file that applies to a folder: a nested .gitignore
     gets what its parents left, so a deep chain of big files costs no more than one."""
-    from fabric_lsp.gitignore import GitIgnore
-    from fabric_lsp.globs import MAX_GLOBS_PER_FILE
+    from fabric_lsp.sources.gitignore import GitIgnore
+    from fabric_lsp.sources.globs import MAX_GLOBS_PER_FILE
 
     (tmp_path / ".git").mkdir()
     inner = tmp_path / "inner"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from fabric_lsp.analysis.project import declared_package_roots, scan_imports
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 from tests.security.measure import REPO_ROOT as REPO

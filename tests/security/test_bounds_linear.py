@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_source
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from fabric_lsp.config import Config
+from fabric_lsp.settings.config import Config
 from fabric_lsp.engine import check_paths, check_source
 from fabric_lsp.rules.fab004_mark_forward_method_invalid_name import MAX_SUGGESTION_CANDIDATES
 

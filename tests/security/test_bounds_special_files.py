@@ -3,7 +3,7 @@
 A repository (or its `.venv`) can hold a link to `/dev/zero` (endless NUL bytes: one endless
 line), to `/dev/urandom` (endless lines), or a FIFO (an open that waits for a writer forever)
 where a settings file, a `.pth` file, a setuptools editable finder, `setup.cfg`, `.gitignore` or a
-module is expected. Every such file is read by one reader (fabric_lsp.files: O_NONBLOCK, regular
+module is expected. Every such file is read by one reader (fabric_lsp.sources.files: O_NONBLOCK, regular
 files only, a size cap, a line cap for `.pth`): the CLI and the server finish, in bounded CPU time
 and memory, and still report the FAB001 finding of the repository's `train.py`. Before: the
 `.pth`, finder, `pyproject.toml` and `setup.cfg` cases hung (killed after 30 s) or ran out of memory.
@@ -122,7 +122,7 @@ def test_a_special_file_named_with_config_is_a_usage_error(tmp_path):
 
 
 def test_an_oversized_settings_file_is_a_config_error_read_no_further(tmp_path):
-    from fabric_lsp.files import MAX_SETTINGS_BYTES
+    from fabric_lsp.sources.files import MAX_SETTINGS_BYTES
 
     repo = _repo(tmp_path / "repo")
     text = '[tool.fabric-lsp]\nselect = ["FAB004"]\n'
@@ -136,7 +136,7 @@ def test_an_oversized_settings_file_is_a_config_error_read_no_further(tmp_path):
 
 def test_a_pth_file_over_the_line_cap_is_read_up_to_it(tmp_path):
     from fabric_lsp.analysis.workspace import venv_sys_path
-    from fabric_lsp.files import MAX_PTH_LINES
+    from fabric_lsp.sources.files import MAX_PTH_LINES
 
     repo = _repo(tmp_path / "repo")
     extra = tmp_path / "extra"

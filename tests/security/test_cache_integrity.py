@@ -112,7 +112,7 @@ def test_linked_cache_folders_are_not_written_through(tmp_path):
     assert list(outside.iterdir()) == []
     (project / CACHE_DIR_NAME).unlink()
     (project / CACHE_DIR_NAME).mkdir()
-    (project / CACHE_DIR_NAME / cache_module.fabric_lsp.__version__).symlink_to(outside)
+    (project / CACHE_DIR_NAME / cache_module.__version__).symlink_to(outside)
     completed = _run(project)
     assert "FAB001" in completed.stdout and "Traceback" not in completed.stderr
     assert list(outside.iterdir()) == []

@@ -103,7 +103,7 @@ def test_regular_paths_still_written(repo, tmp_path):
 def test_a_link_planted_after_the_check_is_not_followed(repo, tmp_path, monkeypatch):
     """The check (plan) and the write are apart in time: the write itself opens each folder and the
     file without following links, so a link planted in between is refused, never written through."""
-    from fabric_lsp import output_file
+    from fabric_lsp.cli import output_file
 
     bashrc = tmp_path / "home" / ".bashrc"
     (repo / "reports").mkdir()

@@ -2,7 +2,7 @@
 A settings file in a shared ancestor (`/tmp`, a build folder) configured the checkout and hid its
 findings. The search upwards stops at the repository root (the folder holding `.git`) or the home
 folder, and a settings file, project marker or `.git` that another user (not root) owns is passed
-over (fabric_lsp.upward). The tests run as root, so they chown files to another uid for real."""
+over (fabric_lsp.sources.upward). The tests run as root, so they chown files to another uid for real."""
 
 from __future__ import annotations
 

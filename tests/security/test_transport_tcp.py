@@ -21,6 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 SERVER_COMMAND = [sys.executable, "-m", "fabric_lsp", "serve"]
 TOKEN = "a-token-only-the-editor-knows"
 TIMEOUT = 30.0
+# The server with a shorter wait for the token (lsp/session.AUTH_TIMEOUT_SECONDS, read when a connection
+# opens), so the idle-connection test does not sit through the shipped 30 s; that default has its own test.
+SHORT_AUTH_SERVER = (
+    "import runpy, sys\n"
+    "import fabric_lsp.lsp.session as session\n"
+    "session.AUTH_TIMEOUT_SECONDS = float(sys.argv.pop(1))\n"
+    "runpy.run_module('fabric_lsp', run_name='__main__', alter_sys=True)\n"
+)
 
 
 def server_env(**extra: str) -> dict[str, str]:
@@ -64,11 +72,14 @@ def free_port() -> int:
 
 
 class TcpServer:
-    def __init__(self, tmp_path: Path, token: str | None = TOKEN) -> None:
+    def __init__(self, tmp_path: Path, token: str | None = TOKEN, auth_timeout: float | None = None) -> None:
         self.port = free_port()
         self.stderr_path = tmp_path / "server-stderr.txt"
+        command = SERVER_COMMAND
+        if auth_timeout is not None:
+            command = [sys.executable, "-c", SHORT_AUTH_SERVER, f"{auth_timeout:g}", "serve"]
         self.process = subprocess.Popen(
-            [*SERVER_COMMAND, "--tcp", f"127.0.0.1:{self.port}"],
+            [*command, "--tcp", f"127.0.0.1:{self.port}"],
             env=server_env(**({"FABRIC_LSP_TOKEN": token} if token is not None else {})),
             stdout=subprocess.DEVNULL,
             stderr=self.stderr_path.open("wb"),
@@ -171,17 +182,25 @@ def test_wrong_or_missing_token_closes_the_connection(tmp_path):
         server.stop()
 
 
-def test_silent_connection_closed_after_30_seconds(tmp_path):
-    server = TcpServer(tmp_path)
+def test_silent_connection_closed_after_the_auth_timeout(tmp_path):
+    # The server's 30 s made 3 s here (SHORT_AUTH_SERVER); a server that never closes it leaves the
+    # client's 20 s socket timeout to end the wait, and fails the bound.
+    server = TcpServer(tmp_path, auth_timeout=3)
     try:
-        with server.connect(timeout=60) as connection:
+        with server.connect(timeout=20) as connection:
             connection.sendall(b"Content-Len")  # starts like a frame, never finishes
             closed, seconds = closed_without_answer(connection)
-            assert closed and 25 < seconds < 45, seconds
+            assert closed and 2.5 < seconds < 15, seconds
         serves_the_real_client(server, tmp_path)
-        assert "within 30 s" in server.stderr()
+        assert "within 3 s" in server.stderr()
     finally:
         server.stop()
+
+
+def test_shipped_auth_timeout_is_30_seconds():
+    from fabric_lsp.lsp import session
+
+    assert session.AUTH_TIMEOUT_SECONDS == 30.0
 
 
 # -- issue 24, item 14: the token is strong, and guessing it is slow ------------------------------------

@@ -92,7 +92,7 @@ async def test_server_publishes_diagnostics_in_a_workspace_with_links_out(tmp_pa
 
 
 def test_the_walk_stops_at_its_folder_bound_with_one_notice(tmp_path, monkeypatch):
-    from fabric_lsp import walk
+    from fabric_lsp.sources import walk
 
     monkeypatch.setattr(walk, "MAX_WALK_FOLDERS", 40)
     for index in range(60):
@@ -112,7 +112,7 @@ def test_the_walk_stops_at_its_folder_bound_with_one_notice(tmp_path, monkeypatc
 def test_the_project_index_stops_at_its_folder_bound_with_one_notice(tmp_path, monkeypatch):
     from fabric_lsp import engine
     from fabric_lsp.analysis import program
-    from fabric_lsp.config import Config
+    from fabric_lsp.settings.config import Config
 
     monkeypatch.setattr(program, "MAX_WALKED_FOLDERS", 20)
     program._walks.clear()
@@ -135,7 +135,7 @@ def test_the_project_index_stops_at_its_folder_bound_with_one_notice(tmp_path, m
 
 def test_the_project_index_does_not_follow_links(tmp_path):
     from fabric_lsp import engine
-    from fabric_lsp.config import Config
+    from fabric_lsp.settings.config import Config
 
     repo, _ = hostile_repo(tmp_path)
     files = engine.project_files(str(repo), Config())

@@ -4,7 +4,7 @@ A notebook case is `fixtures/notebooks/<name>.ipynb`, or a folder `<name>/` hold
 the `.py` modules it imports. Labels (`# expect: CODE SEVERITY [class=NAME]`) sit in code cells and
 in the modules, as in fixtures/cases. The kernel runs the code cells in order, so the harness runs
 them as one script: `main.py` is the notebook's joined code cells exactly as the checker analyses
-them (fabric_lsp.notebook: magics neutralised without moving a character), next to the modules. A
+them (fabric_lsp.sources.notebook: magics neutralised without moving a character), next to the modules. A
 label's line in `main.py` maps back to its cell and line, which is what `check` must report.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabric_lsp.findings import Position
-from fabric_lsp.notebook import JoinedCells, read_notebook
+from fabric_lsp.sources.notebook import JoinedCells, read_notebook
 
 from support.cases import Case, _parse_labels, discover_cases
 

@@ -557,7 +557,7 @@ def _pyproject_floor(path: str) -> tuple[int, int] | None:
         return known[1]
     floor = None
     try:
-        from fabric_lsp.config import _toml
+        from fabric_lsp.sources.toml_reader import toml as _toml
 
         # A regular file of at most 1 MiB (a FIFO or a device in a repository would block or never end).
         if _toml is not None and stat.S_ISREG(info.st_mode) and info.st_size <= 1 << 20:

@@ -46,10 +46,11 @@ _latest: dict[str, SourceFile] = {}  # path -> last SourceFile asked for (may be
 _total_chars = 0
 _active = 0  # analyses running now, in any thread
 _collector_was_enabled = False  # whether to enable the cyclic collector again when no analysis runs
+_young_at_start = 0  # the collector's young-object count when the analyses began
 # The long-running server freezes what a large analysis leaves alive (freeze_what_analyses_keep).
 _freeze_kept = False
-FREEZE_ABOVE = 100_000  # objects an analysis left alive: a program built from scratch, not an edit
-FROZEN_AT_MOST = 4_000_000  # past this many frozen objects, they go back to the collector once
+FREEZE_ABOVE = 200_000  # objects an analysis added: a program built from scratch (800k), not an edit (10-80k)
+FROZEN_AT_MOST = 2_000_000  # past this many frozen objects, they go back to the collector once
 _checking = threading.local()  # .sources: path -> the SourceFile this thread's analysis checks
 stats = {"full": 0, "incremental": 0, "reused": 0, "fallback": 0, "shifted": 0}
 
@@ -58,7 +59,7 @@ stats = {"full": 0, "incremental": 0, "reused": 0, "fallback": 0, "shifted": 0}
 def analysing():
     """Brackets one analysis (the engine's check_source): counted, so that trees are shifted in
     place only while a single analysis runs, and the checked source is known to the workspace."""
-    global _active, _collector_was_enabled
+    global _active, _collector_was_enabled, _young_at_start
     with _lock:
         _active += 1
         if _active == 1:
@@ -69,6 +70,7 @@ def analysing():
             # paused while analysing; the cycles are collected after.
             _collector_was_enabled = gc.isenabled()
             gc.disable()
+            _young_at_start = gc.get_count()[0]
     previous = getattr(_checking, "sources", None)
     _checking.sources = {}
     try:
@@ -78,7 +80,7 @@ def analysing():
         with _lock:
             _active -= 1
             if _active == 0 and _collector_was_enabled:
-                if _freeze_kept and gc.get_count()[0] > FREEZE_ABOVE:
+                if _freeze_kept and gc.get_count()[0] - _young_at_start > FREEZE_ABOVE:
                     _freeze_young_objects()
                 gc.enable()
 
@@ -87,8 +89,10 @@ def freeze_what_analyses_keep() -> None:
     """For a process that owns its heap and answers while the user types (the server): what a large
     analysis leaves alive is moved out of the collector's sight (gc.freeze) instead of being
     traversed by its next passes, which would take a fifth of a second at the next allocation of
-    any thread. Reference counting still frees it; only cycles among it stay (a few thousand
-    objects per program built), and all of it goes back to the collector past FROZEN_AT_MOST."""
+    any thread. Only analyses that built a program from scratch are frozen (an edit's are small and
+    collected as usual): reference counting still frees what they made, and only the cycles among
+    it stay when the program is replaced (once per program opened, a few MB); all of it goes back
+    to the collector past FROZEN_AT_MOST (benchmarks: the memory replay's growth rows)."""
     global _freeze_kept
     _freeze_kept = True
 

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from fabric_lsp.files import disk_identity, read_text
+from fabric_lsp.sources.files import disk_identity, read_text
 
 MAX_DOCUMENTS = 200
 MAX_DOCUMENT_BYTES = 256 * 1024

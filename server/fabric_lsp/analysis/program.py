@@ -33,11 +33,11 @@ from fabric_lsp.analysis.project import (
     sys_path_literals,
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
-from fabric_lsp.files import disk_identity
+from fabric_lsp.sources.files import disk_identity
 from fabric_lsp.analysis.values import Class, Function, Lib, Module
 from fabric_lsp.findings import Position
-from fabric_lsp.notebook import is_notebook_path, layout_of
-from fabric_lsp.walk import SKIP_DIRS, exclude_matcher, read_source
+from fabric_lsp.sources.notebook import is_notebook_path, layout_of
+from fabric_lsp.sources.walk import SKIP_DIRS, exclude_matcher, read_source
 
 log = logging.getLogger("fabric_lsp.analysis")
 

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.imports import LIBRARY_ROOTS
-from fabric_lsp.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
+from fabric_lsp.sources.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
 
 try:
     import tomllib
@@ -184,7 +184,7 @@ def declared_package_roots(root: str) -> list[str]:
                 found.append(path)
 
     pyproject = os.path.join(root, "pyproject.toml")
-    try:  # regular files only, bounded (fabric_lsp.files): a link to /dev/zero or a FIFO is no metadata
+    try:  # regular files only, bounded (fabric_lsp.sources.files): a link to /dev/zero or a FIFO is no metadata
         data = tomllib.loads(read_bytes(pyproject, MAX_SETTINGS_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         data = {}

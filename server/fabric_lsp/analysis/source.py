@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from fabric_lsp.findings import Position, Span
-from fabric_lsp.walk import read_source
+from fabric_lsp.sources.walk import read_source
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

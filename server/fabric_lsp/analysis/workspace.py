@@ -20,8 +20,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from fabric_lsp.files import read_pth_lines, read_text
-from fabric_lsp.files import reason as file_reason
+from fabric_lsp.sources.files import read_pth_lines, read_text
+from fabric_lsp.sources.files import reason as file_reason
 
 log = logging.getLogger("fabric_lsp.analysis")
 
@@ -127,7 +127,7 @@ def _pth_paths(site_dir: str) -> list[str]:
             continue
         try:
             # Regular files only, bounded in bytes and lines: a .pth linked to /dev/zero or
-            # /dev/urandom, or a FIFO, is skipped (fabric_lsp.files).
+            # /dev/urandom, or a FIFO, is skipped (fabric_lsp.sources.files).
             lines = read_pth_lines(os.path.join(site_dir, name))
         except OSError as error:
             log.info("%s: skipped: %s", os.path.join(site_dir, name), file_reason(error))

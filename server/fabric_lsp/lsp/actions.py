@@ -1,6 +1,6 @@
 """Code actions: each diagnostic's fix (`quickfix`, preferred when safe), "Disable FABnnn for this
 line" (`# noqa`), and `source.fixAll.fabric-lsp` (every safe fix of the document, with
-`fabric_lsp.edits.apply_fixes` semantics: identical edits once, fixes overlapping an earlier one
+`fabric_lsp.fixes.edits.apply_fixes` semantics: identical edits once, fixes overlapping an earlier one
 skipped).
 
 The quick fixes come from the diagnostics' `data` (no re-analysis). When the client can resolve
@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lsprotocol import types
 
-from fabric_lsp.edits import apply_fixes
+from fabric_lsp.fixes.edits import apply_fixes
 from fabric_lsp.findings import Applicability, Finding
 from fabric_lsp.lsp.convert import SOURCE, ClientFeatures, TextSource, fix_payload, our_data, range_from_json
 from fabric_lsp.lsp.documents import AnalysisResult, Document, NotebookDocument

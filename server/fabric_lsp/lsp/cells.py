@@ -1,6 +1,6 @@
 """A notebook's findings, from its joined text to its cells.
 
-The engine analyses a notebook as its code cells joined (fabric_lsp.notebook.join_cells) and reports
+The engine analyses a notebook as its code cells joined (fabric_lsp.sources.notebook.join_cells) and reports
 findings in the joined text's coordinates, under the notebook's path. Here each one moves to the cell
 holding it and takes the cell's URI as its path; from then on the text-document code (convert.py,
 actions.py, hover.py) treats cells like files. Related locations in the notebook point at their
@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 from fabric_lsp.findings import Finding, Fix, Position, Span, TextEdit
 from fabric_lsp.lsp.convert import ClientFeatures, TextSource, result_id, to_diagnostic
 from fabric_lsp.lsp.documents import CellResult, NotebookSnapshot, Snapshot
-from fabric_lsp.notebook import SpansCells, cell_edit
+from fabric_lsp.sources.notebook import SpansCells, cell_edit
 
 log = logging.getLogger("fabric_lsp.lsp")
 

@@ -18,11 +18,11 @@ from typing import Any, Callable, Mapping
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from fabric_lsp import noqa
+from fabric_lsp.fixes import noqa
 from fabric_lsp.findings import Finding, Position, Severity, TextEdit
-from fabric_lsp.noqa import noqa_edit
+from fabric_lsp.fixes.noqa import noqa_edit
 from fabric_lsp.lsp.positions import UTF16, LineIndex
-from fabric_lsp.walk import read_source
+from fabric_lsp.sources.walk import read_source
 
 SOURCE = "fabric-lsp"
 DATA_SCHEMA = 1

@@ -9,7 +9,7 @@ files or settings it may depend on. An analysis result is kept only if the gener
 for is still current; otherwise it is stale and dropped.
 
 A notebook is one analysis unit (`NotebookDocument`): its Python code cells joined in order
-(fabric_lsp.notebook.join_cells), analysed under the notebook's path, its findings then mapped back
+(fabric_lsp.sources.notebook.join_cells), analysed under the notebook's path, its findings then mapped back
 to the cells (cells.py). Its cells' text documents are kept here too, never analysed on their own.
 """
 
@@ -26,7 +26,7 @@ from pygls.uris import to_fs_path, uri_scheme
 
 from fabric_lsp.findings import Finding
 from fabric_lsp.lsp.positions import LineIndex
-from fabric_lsp.notebook import NOTEBOOK_SUFFIXES, PYTHON_LANGUAGES, JoinedCells, join_cells, utf8_size
+from fabric_lsp.sources.notebook import NOTEBOOK_SUFFIXES, PYTHON_LANGUAGES, JoinedCells, join_cells, utf8_size
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # A notebook cell's text document (VS Code's scheme): part of a notebook, never a file of its own.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from fabric_lsp import noqa
+from fabric_lsp.fixes import noqa
 from fabric_lsp.findings import Finding, Position
 from fabric_lsp.lsp.positions import LineIndex
 from fabric_lsp.records import RecordSet, render_markdown, render_text, rule_by_code

@@ -11,14 +11,23 @@ import asyncio
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lsprotocol import types
 
 from fabric_lsp.report.escape import escape_controls
 
-if TYPE_CHECKING:
-    from fabric_lsp.lsp.session import FabricLanguageServer
+
+
+class LogClient(Protocol):
+    """What the handler needs of the server (lsp/session.py's FabricLanguageServer): named here so
+    that the log, which the session uses, does not import the session back."""
+
+    log_level: str
+
+    def window_log_message(self, params: types.LogMessageParams) -> None: ...
+
+    def trace(self, message: str) -> None: ...
 
 LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 _MESSAGE_TYPES = (
@@ -82,7 +91,7 @@ def message_type(level: int) -> types.MessageType:
 
 
 class ClientLogHandler(logging.Handler):
-    def __init__(self, server: FabricLanguageServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, server: LogClient, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(logging.DEBUG)
         self.server = server
         self.loop = loop

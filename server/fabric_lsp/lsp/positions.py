@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from fabric_lsp.edits import line_starts, offset_of
+from fabric_lsp.fixes.edits import line_starts, offset_of
 from fabric_lsp.findings import Position
 
 UTF8 = "utf-8"

@@ -169,12 +169,12 @@ class AnalysisScheduler:
         try:
             # The analysis machinery loads on the first analysis, not at `initialize` (issue 29).
             from fabric_lsp.analysis.incremental import freeze_what_analyses_keep
-            from fabric_lsp.confinement import FixBounds, confine
+            from fabric_lsp.fixes.confinement import FixBounds, confine
             from fabric_lsp.engine import check_document, workspace_for
 
             freeze_what_analyses_keep()  # the server owns its heap (see there)
             from fabric_lsp.records.pages import page_url
-            from fabric_lsp.walk import exclude_matcher
+            from fabric_lsp.sources.walk import exclude_matcher
 
             config, settings = self.config_for(snapshot.path)
             enabled = settings.enable

@@ -22,8 +22,8 @@ from lsprotocol import types
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
-import fabric_lsp
-from fabric_lsp.config import Config, apply_settings, is_config_error, load_config
+from fabric_lsp.version import __version__
+from fabric_lsp.settings.config import Config, apply_settings, is_config_error, load_config
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import Document, NotebookDocument
 from fabric_lsp.lsp.logs import ClientLogHandler
@@ -63,7 +63,7 @@ class FabricLanguageServer(AnalysisScheduler, LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             NAME,
-            fabric_lsp.__version__,
+            __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=FabricProtocol,

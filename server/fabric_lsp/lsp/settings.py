@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from fabric_lsp.config import parse_settings
+from fabric_lsp.settings.config import parse_settings
 
 LOG_LEVELS = ("error", "warning", "info", "debug")
 DEFAULT_LOG_LEVEL = "info"

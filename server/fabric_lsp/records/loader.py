@@ -48,7 +48,7 @@ try:  # the stdlib's regex parser; it moved in 3.11 and the old name warns there
 except ImportError:  # Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
-from fabric_lsp.files import FileRefused, read_bytes
+from fabric_lsp.sources.files import FileRefused, read_bytes
 from fabric_lsp.records.messages import context_from_groups, placeholders, sample_message
 from fabric_lsp.records.patterns import SEARCH_STEPS, BoundedPattern, PatternError, StepsExceeded, compile_pattern
 from fabric_lsp.records.rules_table import RULES, rule_by_code, rule_for_record
@@ -783,7 +783,7 @@ def load_records(extra_dirs: Sequence[str] = (), replace_builtin: bool | None = 
     if not extra_dirs:
         return base
     if replace_builtin is None:
-        from fabric_lsp.user_config import load_user_config
+        from fabric_lsp.settings.user_config import load_user_config
 
         replace_builtin = load_user_config()[0].replace_records
     by_id, problems, notices = _load_dirs(

@@ -11,12 +11,12 @@ FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab",
 # Accepted for --output-format as another name of a format (ruff's name of its default text).
 FORMAT_ALIASES = {"full": "text"}
 TEXT_FORMATS = ("text", "concise")
-STATISTICS_FORMATS = ("text", "concise", "json")
 
 # Each format's module loads when it is used (PEP 562 below): the language server imports
 # report.escape at start and must not pay for the formats (issue 29).
 _WHERE = {
     "ReportContext": "common",
+    "STATISTICS_FORMATS": "common",
     "fixable": "common",
     "sort_key": "common",
     "render_github": "github",
@@ -47,7 +47,7 @@ _RENDERERS = {
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from fabric_lsp.report.common import ReportContext, fixable, sort_key
+    from fabric_lsp.report.common import STATISTICS_FORMATS, ReportContext, fixable, sort_key
     from fabric_lsp.report.github import render_github
     from fabric_lsp.report.gitlab import render_gitlab
     from fabric_lsp.report.jsonfmt import finding_to_json, render_json, render_json_lines

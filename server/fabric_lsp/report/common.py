@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Sequence
 
 from fabric_lsp.findings import Applicability, Finding, Position
-from fabric_lsp.walk import display_path
+from fabric_lsp.sources.walk import display_path
 
+# The formats `--statistics` can be written in (report/statistics.py).
+STATISTICS_FORMATS = ("text", "concise", "json")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Places named inside a message ("wrapped at train.py:34", "cell 2:4", "line 12"): left out of a
 # fingerprint, which must not change when lines move.
@@ -76,7 +78,7 @@ class ReportContext:
             if locator is not None:
                 text = locator.joined.text
             else:
-                from fabric_lsp.walk import read_source
+                from fabric_lsp.sources.walk import read_source
 
                 source, _ = read_source(absolute, MAX_SOURCE_BYTES)
                 text = source.text if source is not None else None
@@ -121,9 +123,9 @@ class ReportContext:
 def notebook_locators(paths) -> dict[str, object]:
     """NotebookLocators of the notebooks among `paths` (read again from disk, as any checked file is
     read: a notebook decoded earlier in the run is not decoded again)."""
-    from fabric_lsp.config import MAX_FILE_SIZE_CEILING
-    from fabric_lsp.notebook import NotebookLocator, is_notebook_path
-    from fabric_lsp.walk import read_source
+    from fabric_lsp.settings.config import MAX_FILE_SIZE_CEILING
+    from fabric_lsp.sources.notebook import NotebookLocator, is_notebook_path
+    from fabric_lsp.sources.walk import read_source
 
     found = {}
     for path in sorted({os.path.abspath(p) for p in paths if is_notebook_path(p)}):

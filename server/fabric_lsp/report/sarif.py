@@ -30,7 +30,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Sequence
 
-import fabric_lsp
+from fabric_lsp.version import __version__
 from fabric_lsp.findings import Finding, Position, Severity
 from fabric_lsp.report.common import ReportContext, fingerprint, occurrences
 
@@ -184,7 +184,7 @@ def sarif_document(findings: Sequence[Finding], context: ReportContext) -> dict[
                    unread=any(f.code == io_error.CODE for f in findings))
     rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
     root_uri = Path(os.path.abspath(context.repository_root())).as_uri().rstrip("/") + "/"
-    driver: dict[str, Any] = {"name": "fabric-lsp", "version": fabric_lsp.__version__}
+    driver: dict[str, Any] = {"name": "fabric-lsp", "version": __version__}
     uri = information_uri(context)
     if uri:
         driver["informationUri"] = uri

@@ -16,7 +16,6 @@ import json
 from typing import Sequence
 
 from fabric_lsp.findings import Finding
-from fabric_lsp.report import STATISTICS_FORMATS
 from fabric_lsp.report.common import ReportContext, fixable
 from fabric_lsp.report.terminal import BOLD, CYAN, paint, severity_color
 

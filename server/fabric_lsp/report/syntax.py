@@ -40,7 +40,7 @@ def is_syntax_finding(finding: Finding) -> bool:
 
 def syntax_findings(path: str, text: str, notebook=None, library_path=None) -> tuple[Finding, ...]:
     """The `invalid-syntax` entries of a file read as `text` (a notebook: its joined code cells, with
-    `notebook` its fabric_lsp.notebook.NotebookFile). `library_path`: the analysis interpreter's
+    `notebook` its fabric_lsp.sources.notebook.NotebookFile). `library_path`: the analysis interpreter's
     sys.path (or a function giving it), for the file's target when its project states none."""
     return syntax_report(path, text, notebook, library_path)[0]
 
@@ -71,7 +71,7 @@ def _target(path: str, library_path):
 
 def _notebook_findings(path: str, text: str, notebook, library_path) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
     from fabric_lsp.analysis.compat import own_syntax_error
-    from fabric_lsp.notebook import layout_of, neutralise
+    from fabric_lsp.sources.notebook import layout_of, neutralise
 
     joined = layout_of(text) or notebook.joined()
     failed = {left.number for left in joined.left_out if not left.dedented_parses}  # IPython runs the others dedented

@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 from fabric_lsp.analysis import ProgramFacts, WrappedPath
 from fabric_lsp.analysis.values import SINGLE, UNKNOWN_STRATEGY, WRAPPING, Strategy
 from fabric_lsp.findings import Finding, Position, Severity
-from fabric_lsp.notebook import is_notebook_path, layout_of
+from fabric_lsp.sources.notebook import is_notebook_path, layout_of
 from fabric_lsp.records.rules_table import rule_by_code
 
 
@@ -82,7 +82,7 @@ def record_id(code: str) -> str:
 
 @dataclass(frozen=True)
 class AlternativeCase:
-    """A Fixit-style example of a finding's in-file alternative (fabric_lsp.confinement): a project
+    """A Fixit-style example of a finding's in-file alternative (fabric_lsp.fixes.confinement): a project
     (`files`: (name, text) pairs), the one file checked (every other file is out of bounds), and what
     that file becomes with its fixes applied, unsafe ones included (None: no fix is offered)."""
 

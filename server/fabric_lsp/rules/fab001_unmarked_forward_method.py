@@ -132,7 +132,7 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         record_id=record_id(CODE),
         related=tuple(related),
         fix=fix,
-        # Used only when `fix` edits a file a fix may not touch (fabric_lsp.confinement).
+        # Used only when `fix` edits a file a fix may not touch (fabric_lsp.fixes.confinement).
         alternatives=_alternatives(source, call, parents) if fix is not None and any(
             edit.path != call.path for edit in fix.edits) else (),
         context={"class": info.class_name or "Module", "method": call.method},
@@ -274,7 +274,7 @@ def _declared_outside(function: ast.AST, names: list[str]) -> bool:
     return False
 
 
-# -- in-file alternatives (offered when the setup's file may not be edited: fabric_lsp.confinement) --
+# -- in-file alternatives (offered when the setup's file may not be edited: fabric_lsp.fixes.confinement) --
 
 
 def _alternatives(source, call: MethodCallFact, parents: dict[str, dict[int, ast.AST]]) -> tuple[Fix, ...]:

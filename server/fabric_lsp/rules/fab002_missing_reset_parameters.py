@@ -78,7 +78,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
                 record_id=record_id(CODE),
                 related=tuple(related),
                 fix=fix,
-                # Used only when `fix` edits a file a fix may not touch (fabric_lsp.confinement).
+                # Used only when `fix` edits a file a fix may not touch (fabric_lsp.fixes.confinement).
                 alternatives=_alternatives(facts, model, span.path) if fix is not None and any(
                     edit.path != span.path for edit in fix.edits) else (),
                 context={"class": offender.name, "path": how},

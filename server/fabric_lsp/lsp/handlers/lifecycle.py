@@ -12,8 +12,8 @@ from typing import Any
 
 from lsprotocol import types
 
-import fabric_lsp
-from fabric_lsp.config import CONFIG_FILE_NAMES
+from fabric_lsp.version import __version__
+from fabric_lsp.settings.config import CONFIG_FILE_NAMES
 from fabric_lsp.lsp.convert import ClientFeatures
 from fabric_lsp.lsp.documents import uri_to_path
 from fabric_lsp.lsp.handlers import diagnostics
@@ -144,7 +144,7 @@ async def initialized(ls: FabricLanguageServer, params: types.InitializedParams)
     features = ls.features
     log.info(
         "fabric-lsp %s: %s diagnostics, positions in %s, %d workspace folder(s)",
-        fabric_lsp.__version__,
+        __version__,
         "pull" if features.pull_diagnostics else "push",
         features.encoding,
         len(ls.folders),

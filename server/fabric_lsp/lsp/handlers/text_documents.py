@@ -9,7 +9,7 @@ import stat
 
 from lsprotocol import types
 
-from fabric_lsp.config import CONFIG_FILE_NAMES
+from fabric_lsp.settings.config import CONFIG_FILE_NAMES
 from fabric_lsp.lsp.documents import Document, is_cell_uri, uri_to_path
 from fabric_lsp.lsp.handlers.guard import guarded
 from fabric_lsp.lsp.session import FabricLanguageServer

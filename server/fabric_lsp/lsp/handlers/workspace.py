@@ -8,7 +8,7 @@ from typing import Mapping
 
 from lsprotocol import types
 
-from fabric_lsp.config import CONFIG_FILE_NAMES
+from fabric_lsp.settings.config import CONFIG_FILE_NAMES
 from fabric_lsp.lsp.documents import uri_to_path
 from fabric_lsp.lsp.handlers.guard import guarded
 from fabric_lsp.lsp.session import SECTION, FabricLanguageServer

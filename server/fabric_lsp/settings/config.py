@@ -4,7 +4,7 @@ The settings file of a Python file is the closest one above it, as ruff finds `r
 folder from the file's upwards, `.fabric-lsp.toml`, then `fabric-lsp.toml` (top-level keys), then a
 `pyproject.toml` with a `[tool.fabric-lsp]` table (`find_config_file`; the command line and the
 language server both use it). The search stops at the repository root (the folder holding `.git`)
-or the home folder, and passes over settings files another user owns (fabric_lsp.upward), so a file
+or the home folder, and passes over settings files another user owns (fabric_lsp.sources.upward), so a file
 planted in a shared folder above a checkout does not configure it. `ConfigResolver` gives each file
 of a run its Config.
 
@@ -26,22 +26,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from fabric_lsp.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
-from fabric_lsp.files import reason as file_reason
+from fabric_lsp.sources.files import MAX_SETTINGS_BYTES, FileRefused, read_bytes
+from fabric_lsp.sources.files import reason as file_reason
 from fabric_lsp.findings import Severity
-from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
+from fabric_lsp.sources.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
 from fabric_lsp.records.rules_table import RULES
-from fabric_lsp.upward import home_folder, is_boundary, owned_by_user, owner_of
-from fabric_lsp.walk import DEFAULT_INCLUDE, Selection
+from fabric_lsp.sources.upward import home_folder, is_boundary, owned_by_user, owner_of
+from fabric_lsp.sources.project_root import project_root_for
+from fabric_lsp.sources.walk import DEFAULT_INCLUDE, Selection
 
-try:  # Python 3.11+
-    import tomllib as _toml
-except ModuleNotFoundError:  # Python 3.10: tomli if the user has it, else no pyproject settings
-    try:
-        import tomli as _toml  # type: ignore[no-redef]
-    except ModuleNotFoundError:
-        _toml = None
+from fabric_lsp.sources.toml_reader import toml as _toml
 
 ALL_CODES = tuple(rule.code for rule in RULES)  # ("FAB001", ..., "FAB004"), from the one rules table
 SECTION = "fabric-lsp"
@@ -673,7 +668,7 @@ def load_config(
             fields.update(file_fields)
             problems += file_problems
     if user is None:
-        from fabric_lsp.user_config import load_user_config
+        from fabric_lsp.settings.user_config import load_user_config
 
         user = load_user_config()
     user, user_problems = user
@@ -762,7 +757,7 @@ class ConfigResolver:
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, config_file: Path | None = None,
                  overrides_source: str = "command line", trust_workspace: bool = False,
                  fallback_root: str | None = None, only: Config | None = None, isolated: bool = False) -> None:
-        from fabric_lsp.user_config import UserConfig, load_user_config
+        from fabric_lsp.settings.user_config import UserConfig, load_user_config
 
         self._only = only  # one Config for every file, given by the caller
         # `check --isolated` (ruff's): no settings file and no user config, the defaults and the command line only.
@@ -832,8 +827,6 @@ class ConfigResolver:
         return self.for_directory(directory).selection
 
     def project_root(self, path: str) -> str:
-        from fabric_lsp.engine import project_root_for
-
         config = self.for_path(path)
         return project_root_for(path, config.root, config.fallback_root)
 

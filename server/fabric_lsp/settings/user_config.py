@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabric_lsp.files import MAX_SETTINGS_BYTES, read_bytes, reason
+from fabric_lsp.sources.files import MAX_SETTINGS_BYTES, read_bytes, reason
+from fabric_lsp.sources.toml_reader import toml as _toml  # the same TOML reader as the project config
 
 ENV_PATH = "FABRIC_LSP_USER_CONFIG"
 
@@ -79,8 +80,6 @@ def _problem(source: str, key: str, problem: str) -> str:
 
 def load_user_config(path: Path | None = None) -> tuple[UserConfig, list[str]]:
     """The user's settings and one line per problem. A missing file is not a problem."""
-    from fabric_lsp.config import _toml  # the same TOML reader as the project config
-
     path = path if path is not None else user_config_path()
     source = str(path)
     try:

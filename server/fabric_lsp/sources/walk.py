@@ -22,7 +22,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from fabric_lsp.globs import GlobError, GlobSet, compile_glob
+from fabric_lsp.sources.globs import GlobError, GlobSet, compile_glob
 
 # Directory names never descended into (hidden directories are skipped too).
 SKIP_DIRS = frozenset(
@@ -63,7 +63,7 @@ class DecodedFile:
     text: str  # decoded, line endings untouched
     encoding: str  # codec to write it back with ("utf-8-sig" keeps a BOM)
     digest: str = ""  # SHA-256 of the bytes read (a fix is written only over these same bytes)
-    # A Jupyter notebook (fabric_lsp.notebook.NotebookFile): `text` is then its code cells joined,
+    # A Jupyter notebook (fabric_lsp.sources.notebook.NotebookFile): `text` is then its code cells joined,
     # the unit the analysis reads; fixes are written back into the cells of the JSON.
     notebook: object | None = None
 
@@ -235,7 +235,7 @@ class _Rules:
 
     def git(self):
         if self.gitignore is None:
-            from fabric_lsp.gitignore import GitIgnore
+            from fabric_lsp.sources.gitignore import GitIgnore
 
             self.gitignore = GitIgnore()
         return self.gitignore
@@ -409,7 +409,7 @@ READ_NOTEBOOKS_MAX_CHARS = 2 * NOTEBOOK_MAX_BYTES
 
 
 def _read_notebook(path: str, data: bytes, digest: str):
-    from fabric_lsp.notebook import read_notebook
+    from fabric_lsp.sources.notebook import read_notebook
 
     key = (path, digest)
     with _read_notebooks_lock:
@@ -427,10 +427,10 @@ def _read_notebook(path: str, data: bytes, digest: str):
 
 
 def decode_notebook(path: str, data: bytes, max_code_size: int | None = None) -> tuple[DecodedFile | None, Notice | None]:
-    """A notebook as its joined code cells (fabric_lsp.notebook). Code cells larger than
+    """A notebook as its joined code cells (fabric_lsp.sources.notebook). Code cells larger than
     `max_code_size` bytes in all are refused before they are joined (joining parses each cell). A
     notebook that is read but cannot be fixed (a cell's `source` is a string) comes with a Notice too."""
-    from fabric_lsp.notebook import NotebookError
+    from fabric_lsp.sources.notebook import NotebookError
 
     digest = hashlib.sha256(data).hexdigest()
     try:

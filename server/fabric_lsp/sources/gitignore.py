@@ -27,10 +27,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fabric_lsp.files import read_text
-from fabric_lsp.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
+from fabric_lsp.sources.files import read_text
+from fabric_lsp.sources.globs import (MAX_GLOB_CHARACTERS_PER_FILE, MAX_GLOBS_PER_FILE, GlobBudget, GlobError, GlobSet,
                               compile_glob)
-from fabric_lsp.upward import owned_by_user
+from fabric_lsp.sources.upward import owned_by_user
 
 MAX_IGNORE_FILE_BYTES = 256 * 1024  # more than any real .gitignore; a larger one is read this far
 _SPECIAL = "*?["
