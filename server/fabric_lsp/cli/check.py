@@ -46,10 +46,14 @@ def _build_config(args: argparse.Namespace) -> ConfigResolver:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from fabric_lsp import engine
+    from fabric_lsp.analysis.incremental import freeze_what_analyses_keep
 
     _refuse_programs_in_hook(args)
     check_output_options(args)
     engine.remember_runs(False)  # each program is solved once here: nothing to replay later
+    # This process owns its heap: what a large program's analysis leaves alive is not traversed
+    # again by the collector (the run after an edit of litgpt/model.py: 1.45 -> 1.24 s, median of 6).
+    freeze_what_analyses_keep()
     try:
         return _cmd_check(args)
     finally:
