@@ -222,7 +222,8 @@ def bench_real(quick: bool) -> list[dict]:
     say(f"   {server}")
     rows.append(row(f"editor, {tree.name} as the workspace folder: first diagnostics of a newly opened "
                     f"`{real_bench.OPENED_FIRST}` (new server, empty caches)",
-                    f"{server['first']:.2f} s", "<= 1 s", server["first"] <= 1.0))
+                    f"{server['first']:.2f} s (median of {len(server['firsts'])} new servers: "
+                    f"{', '.join(f'{t:.2f}' for t in server['firsts'])} s)", "<= 1 s", server["first"] <= 1.0))
     rows.append(row(f"editor, same server: peak RSS after opening every file that names Fabric ({server['opened']} files, "
                     f"{server['opening']:.1f} s)", f"{server['peak_rss'] / MB:.0f} MB", "<= 500 MB",
                     server["peak_rss"] <= 500 * MB))
