@@ -10,6 +10,7 @@ whole processes; peak memory from the kernel's accounting of each process (wait4
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -153,9 +154,10 @@ def fabric_files(tree: Path) -> list[Path]:
 FIRST_OPENS = 3  # new servers whose first diagnostics are timed (the median is reported)
 
 
-def first_diagnostics(tree: Path) -> float:
-    """A new server (empty caches): seconds from didOpen of the tree's largest program's file to
-    its first diagnostics."""
+@contextlib.contextmanager
+def opened_first(tree: Path):
+    """A new server (empty caches) with the tree's largest program's file opened: yields (server,
+    seconds from didOpen to its first diagnostics, those diagnostics' params); shut down after."""
     empty = tempfile.mkdtemp(prefix="fabric-lsp-bench-xdg-")
     env = _env()
     env["XDG_CACHE_HOME"] = empty
@@ -165,8 +167,8 @@ def first_diagnostics(tree: Path) -> float:
         first = tree / OPENED_FIRST
         opened_at = time.perf_counter()
         uri = server.did_open(str(first), first.read_text(encoding="utf-8"))
-        arrived, _ = server.wait_for_diagnostics(uri, 1, timeout=600)
-        return arrived - opened_at
+        arrived, params = server.wait_for_diagnostics(uri, 1, timeout=600)
+        yield server, arrived - opened_at, params
     finally:
         server.shutdown()
         shutil.rmtree(empty, ignore_errors=True)
@@ -178,20 +180,14 @@ def bench_server(tree: Path, check_stdout: str) -> dict:
     median over FIRST_OPENS new servers, the last of which goes on), then every file that names
     Fabric opened one by one; the server's peak RSS, and its last diagnostics of each opened file
     against `check`'s findings."""
-    firsts = [first_diagnostics(tree) for _ in range(FIRST_OPENS - 1)]
-    empty = tempfile.mkdtemp(prefix="fabric-lsp-bench-xdg-")
-    env = _env()
-    env["XDG_CACHE_HOME"] = empty
-    server = ServerProcess([sys.executable, "-m", "fabric_lsp", "serve"], str(tree), env)
-    try:
-        server.initialize(str(tree))
-        first = tree / OPENED_FIRST
-        opened_at = time.perf_counter()
-        uri = server.did_open(str(first), first.read_text(encoding="utf-8"))
-        arrived, params = server.wait_for_diagnostics(uri, 1, timeout=600)
-        firsts.append(arrived - opened_at)
+    firsts = []
+    for _ in range(FIRST_OPENS - 1):
+        with opened_first(tree) as (_, seconds, _):
+            firsts.append(seconds)
+    with opened_first(tree) as (server, seconds, params):
+        firsts.append(seconds)
         first_seconds = statistics.median(firsts)
-        published = {str(first): params["diagnostics"]}
+        published = {str(tree / OPENED_FIRST): params["diagnostics"]}
         started = time.perf_counter()
         for path in fabric_files(tree):
             if str(path) in published:
@@ -201,9 +197,6 @@ def bench_server(tree: Path, check_stdout: str) -> dict:
             published[str(path)] = params["diagnostics"]
         opening = time.perf_counter() - started
         peak = _vm_hwm(server.pid)
-    finally:
-        server.shutdown()
-        shutil.rmtree(empty, ignore_errors=True)
     expected: dict[str, list] = {}
     for finding in json.loads(check_stdout):
         expected.setdefault(finding["filename"], []).append((finding["location"]["row"] - 1, finding["code"]))
