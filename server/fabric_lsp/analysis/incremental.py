@@ -86,7 +86,7 @@ def analysing():
 
 
 def freeze_what_analyses_keep() -> None:
-    """For a process that owns its heap and answers while the user types (the server): what a large
+    """For a process that owns its heap (the server, `check`): what a large
     analysis leaves alive is moved out of the collector's sight (gc.freeze) instead of being
     traversed by its next passes, which would take a fifth of a second at the next allocation of
     any thread. Only analyses that built a program from scratch are frozen (an edit's are small and
