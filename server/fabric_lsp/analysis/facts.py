@@ -218,17 +218,28 @@ def _position(node: ast.AST) -> tuple[int, int]:
 
 
 def _encloses(scope: ir.Scope, node: ast.AST) -> bool:
-    """Whether `node` (the constructor) sits directly in `scope`'s body (not in a nested function)."""
-    return getattr(scope, "node", None) is not None and any(child is node for child in _own_nodes(scope.node))
-
-
-def _own_nodes(root: ast.AST):
-    pending = list(ast.iter_child_nodes(root))
+    """Whether `node` (the constructor) sits directly in `scope`'s body (not in a nested function or
+    class). Only the nodes whose span holds `node`'s are entered (a script's module body is not walked
+    whole for each Fabric); inside an f-string, where Python before 3.12 may misplace positions, all."""
+    root = getattr(scope, "node", None)
+    if root is None:
+        return False
+    start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    pending = [(child, False) for child in ast.iter_child_nodes(root)]
     while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
+        current, in_fstring = pending.pop()
+        if current is node:
+            return True
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        line = getattr(current, "lineno", None)
+        if line is not None and not in_fstring and (
+                (line, current.col_offset) > start or (current.end_lineno or 0, current.end_col_offset or 0) < end):
+            continue  # its span does not hold the node's
+        in_fstring = in_fstring or isinstance(current, ast.JoinedStr)
+        pending.extend((child, in_fstring) for child in ast.iter_child_nodes(current))
+    return False
 
 
 @dataclass

@@ -55,6 +55,7 @@ through `_passed_on` and the events (`_event`). The semantics read and write the
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from typing import Iterable
 
@@ -168,6 +169,7 @@ class Solver(
         self.readers: dict[tuple, set[int]] = {}
         self.events: dict[int, list[Event]] = {}
         self.current: ir.Scope | None = None
+        self._reader = -1  # the position of `current`, the scope whose reads are counted (-1: none)
         self._queue: list[int] = []  # this sweep's scopes, by position
         self._next: list[int] = []  # the next sweep's
         self._position = -1  # the scope running
@@ -193,17 +195,27 @@ class Solver(
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:
-        current = self.current
-        if current is not None:
+        reader = self._reader
+        if reader >= 0:
             readers = self.readers.get(key)
             if readers is None:
-                self.readers[key] = {self.order[id(current)]}
+                self.readers[key] = {reader}
             else:
-                readers.add(self.order[id(current)])
+                readers.add(reader)
         found = self.tables.get(key, NOTHING)
         if self._log is not None:
             self._log.append((_READ, key, found))
         return found
+
+    @contextlib.contextmanager
+    def _outside_runs(self):
+        """Reads that no scope depends on (derived tables, computed once) and that no run logs."""
+        saved = self.current, self._reader, self._log
+        self.current, self._reader, self._log = None, -1, None
+        try:
+            yield
+        finally:
+            self.current, self._reader, self._log = saved
 
     def _ask(self, question: str, *args):
         """A question to the program (what a module binds, where an import leads, ...): recorded in
@@ -277,10 +289,10 @@ class Solver(
             self._run(self.scopes[index])
             if self.bound_hit:
                 break
-        self.current = None
+        self.current, self._reader = None, -1
 
     def _run(self, scope: ir.Scope) -> None:
-        self.current = scope
+        self.current, self._reader = scope, self.order[id(scope)]
         count = self._run_counts.get(scope, 0)
         self._run_counts[scope] = count + 1
         if self._replay(scope, count):

@@ -6,12 +6,12 @@ constructor call."""
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass
 
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass
 from fabric_lsp.analysis.imports import ImportTable, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
-from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.modules import ModuleAnalyzer, OwnedTensor, _constructor_calls
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.libraries.torch_facts import library_module_facts
@@ -43,10 +43,13 @@ def patched_classes(sources) -> set[str]:
         imports = ImportTable(source.tree)
         if any(q.startswith(_DEMOS) for q in imports.names.values()) or "lightning.pytorch.demos" in source.text:
             patched.add("torch.nn.MultiheadAttention")
+        lines = None
         for statement in source.tree.body:
             cached = statement.__dict__.get("_fabric_lsp_patched")
             if cached is None:
-                cached = statement.__dict__["_fabric_lsp_patched"] = _patched_in(statement, imports, source)
+                if lines is None:
+                    lines = _lines_naming(source.text, "reset_parameters")
+                cached = statement.__dict__["_fabric_lsp_patched"] = _patched_in(statement, imports, source, lines)
             patched |= cached
     return patched
 
@@ -54,9 +57,35 @@ def patched_classes(sources) -> set[str]:
 _DEMOS = ("lightning.pytorch.demos", "pytorch_lightning.demos")
 
 
-def _patched_in(statement: ast.stmt, imports: ImportTable, source: SourceFile) -> frozenset[str]:
+def _lines_naming(text: str, word: str) -> list[int]:
+    """The (1-based, ascending) lines of `text` where `word` occurs, as Python numbers lines."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    found: list[int] = []
+    at = text.find(word)
+    line, counted = 1, 0
+    while at != -1:
+        line += text.count("\n", counted, at)
+        counted = at
+        if not found or found[-1] != line:
+            found.append(line)
+        at = text.find(word, at + len(word))
+    return found
+
+
+def _patched_in(statement: ast.stmt, imports: ImportTable, source: SourceFile, lines: list[int]) -> frozenset[str]:
+    """The `X.reset_parameters = ...` in `statement`: only the nodes spanning a line that names
+    reset_parameters are entered (a model file's classes are not walked whole)."""
     found = set()
-    for node in walk(statement):
+    pending = [statement]
+    while pending:
+        node = pending.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            at = bisect.bisect_left(lines, first)
+            if at == len(lines) or lines[at] > (node.end_lineno or first):
+                continue  # no line of its span names reset_parameters
+        pending.extend(ast.iter_child_nodes(node))
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         for target in targets:
             if isinstance(target, ast.Attribute) and target.attr == "reset_parameters":

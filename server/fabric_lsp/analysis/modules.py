@@ -17,6 +17,7 @@ from fabric_lsp.analysis.classes import (
     module_level_function,
 )
 from fabric_lsp.analysis.libraries import models as library_models
+from fabric_lsp.analysis.nodes import walk
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.libraries.torch_facts import library_module_facts, nn_module_attributes
 
@@ -596,8 +597,12 @@ def guards_of(function: ast.AST) -> dict[int, tuple]:
 
 
 def _calls_in_order(function: ast.AST) -> list[ast.Call]:
-    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
-    calls.sort(key=lambda node: (node.lineno, node.col_offset))
+    """The calls in a function, in source order; found once per function (asked per class and receiver)."""
+    calls = function.__dict__.get("_fabric_lsp_calls_in_order")
+    if calls is None:
+        calls = [node for node in walk(function) if isinstance(node, ast.Call)]
+        calls.sort(key=lambda node: (node.lineno, node.col_offset))
+        function.__dict__["_fabric_lsp_calls_in_order"] = calls
     return calls
 
 

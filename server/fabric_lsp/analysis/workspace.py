@@ -68,7 +68,7 @@ class Definition:
 
 def interpreter_sys_path(python: str) -> tuple[str, ...] | None:
     """sys.path of another interpreter without running its site hooks; None when it cannot run."""
-    paths, problem = _probe_interpreter(python)
+    paths, problem = _probed(python)
     if problem is not None:
         log.warning("cannot read sys.path of %s: %s", python, problem)
     return paths
@@ -77,7 +77,28 @@ def interpreter_sys_path(python: str) -> tuple[str, ...] | None:
 def interpreter_problem(python: str) -> str | None:
     """What failed when the interpreter `python` was asked for its sys.path (one line), or None when
     it answered. The answer is kept: asking again costs nothing."""
-    return _probe_interpreter(python)[1]
+    return _probed(python)[1]
+
+
+_probe_locks: dict[str, threading.Lock] = {}
+_probe_locks_lock = threading.Lock()
+
+
+def _probed(python: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """_probe_interpreter once per interpreter: a caller that comes while the probe runs (the
+    server's early start, probe_soon) waits for its answer instead of starting another."""
+    with _probe_locks_lock:
+        lock = _probe_locks.setdefault(python, threading.Lock())
+    with lock:
+        return _probe_interpreter(python)
+
+
+def probe_soon(python: str) -> None:
+    """Start asking `python` for its sys.path in the background: the answer (a new process, 20-50 ms
+    of waiting that holds no lock of ours) is then usually ready when the analysis first looks a
+    library name up, instead of being waited for there. Only for an interpreter the analysis may
+    run anyway (Interpreter.runnable)."""
+    threading.Thread(target=_probed, args=(python,), name="fabric-lsp-interpreter-probe", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=16)
@@ -367,6 +388,15 @@ class Workspace:
         self._project = None
         self._lock = threading.RLock()
         self._answers: dict[tuple[str, str], tuple[Definition, ...]] = {}
+        self._probe_started = False
+
+    def probe_interpreter_soon(self) -> None:
+        """The server, before the workspace's first analysis: its interpreter's sys.path is asked for
+        meanwhile (probe_soon). Asked once; the answers are those the analysis would get anyway."""
+        if not self._probe_started:
+            self._probe_started = True
+            if self.interpreter.runnable:
+                probe_soon(self.python)
 
     @property
     def library_path(self) -> tuple[str, ...]:

@@ -199,6 +199,7 @@ class AnalysisScheduler:
                 ], types.MessageType.Info)
             else:
                 workspace = workspace_for(config)
+                workspace.probe_interpreter_soon()  # its answer arrives while the files are read and parsed
                 if workspace.overlays is not self.overlays:
                     workspace.overlays = self.overlays  # unsaved buffers, seen by every analysis
                     log.info("analysing %s against the interpreter %s", workspace.root, workspace.python)

@@ -73,9 +73,7 @@ class PythonClasses:
         suite's hundreds of local class statements re-ran every method of the program, and each
         attribute lookup re-read the bases along its MRO. Not logged: a replayed class statement
         derives them again from its bases write."""
-        current, log = self.current, self._log
-        self.current = self._log = None
-        try:
+        with self._outside_runs():
             affected = [changed, *sorted(self.tables.get(("subclasses", changed), ()), key=self._class_order.__getitem__)]
             for cls in dict.fromkeys(affected):
                 mro = self._compute_mro(cls)
@@ -93,8 +91,6 @@ class PythonClasses:
                         self.tables[key] = old | {cls}
                         for reader in self.readers.get(key, ()):
                             self._enqueue(reader)
-        finally:
-            self.current, self._log = current, log
 
     # -- classes -------------------------------------------------------------------------------------
     def mro(self, cls) -> tuple:
@@ -105,12 +101,8 @@ class PythonClasses:
         if cls.external:
             known = self._external_mros.get(cls)
             if known is None:
-                current, log = self.current, self._log
-                self.current = self._log = None
-                try:
+                with self._outside_runs():
                     known = self._external_mros[cls] = self._compute_mro(cls)
-                finally:
-                    self.current, self._log = current, log
             return known
         return self.read(("mro", cls)) or (cls,)
 
@@ -131,11 +123,8 @@ class PythonClasses:
 
     def direct_bases(self, cls: Class) -> list:
         """The bases of a class statement as classes (after the solve)."""
-        current, self.current = self.current, None
-        try:
+        with self._outside_runs():
             return self._bases(cls)
-        finally:
-            self.current = current
 
     def _bases(self, cls: Class) -> list:
         if cls.external:
