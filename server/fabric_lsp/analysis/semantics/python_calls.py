@@ -214,9 +214,7 @@ class PythonCalls:
     def _bind_call(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
         bound: dict[str, set] = {}
-        positional = [p for p in params if p.kind == "positional"]
-        varargs = next((p for p in params if p.kind == "varargs"), None)
-        varkw = next((p for p in params if p.kind == "kwargs"), None)
+        positional, varargs, varkw, names = scope.signature
         position = 0
         extra: list[frozenset] = []
         spread = False
@@ -241,7 +239,6 @@ class PythonCalls:
                 position += 1
             else:
                 extra.append(values)
-        names = {p.name for p in params if p.kind in ("positional", "keyword")}
         extra_keywords: list[tuple[str, frozenset]] = []
         for name, values in kwargs:
             if name is None:
