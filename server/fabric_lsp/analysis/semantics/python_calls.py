@@ -406,6 +406,8 @@ class PythonCalls:
             return frozenset({const(None)})
         if kind == "returns_receiver":
             return frozenset({special.receiver})
+        if kind == "function_get":  # `f.__get__(obj)`, `f.__get__(obj, type(obj))`
+            return self._bound_at_run_time(frozenset({special.receiver}), call.positional(0), call)
         if kind == "library_classmethod":
             owner = special.extra.rpartition(".")[0]
             classes = library_models.result_classes(special.extra, self._library_arguments(call))
@@ -495,7 +497,7 @@ class _Receivers(tuple):
     receivers = property(lambda self: self[1])
 
 
-_MODELED_LIBRARY = ("functools.partial", "builtins.")
+_MODELED_LIBRARY = ("functools.partial", "builtins.", "types.MethodType")
 
 
 def _opaque(callee) -> bool:
