@@ -379,15 +379,33 @@ class FabricSemantics:
             scope = self.classes.get(ref) if isinstance(ref, Class) and not ref.external else None
             if scope is None:
                 return None, None  # a library class between them: what it defines is not read
+            passed_on = self._precision_passed_on(scope)
             for node in ast.walk(scope.node):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "backward" \
                         and node in scope.node.body:
                     overrides = True
                 names = (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "arg", None),
                          getattr(node, "name", None) if not isinstance(node, ast.ClassDef) else None)
-                if any(name in ("precision", "_precision") for name in names):
+                if any(name in ("precision", "_precision") for name in names) and id(node) not in passed_on:
                     return None, None
         return tables().strategy(base.qualified).name, overrides
+
+    def _precision_passed_on(self, class_scope) -> set:
+        """The nodes of `def __init__(self, ..., precision=None): super().__init__(..., precision=precision)`
+        that name `precision` (ids), when every caller leaves it None: the strategy then gets no plugin of
+        its own, and Fabric chooses it. Empty otherwise."""
+        init = next((c for c in class_scope.children if c.name == "__init__" and c.class_scope is class_scope), None)
+        if init is None or not self.peek(("param", init, "precision")) <= {const(None)} \
+                or not self.peek(("param", init, "precision")):
+            return set()
+        allowed = set()
+        for node in ast.walk(init.node):
+            if isinstance(node, ast.arg) and node.arg == "precision":
+                allowed.add(id(node))
+            elif isinstance(node, ast.keyword) and node.arg == "precision" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "precision":
+                allowed.update((id(node), id(node.value)))
+        return allowed
 
     def strategy_names(self, fabric: FabricValue) -> frozenset | None:
         """The strategy names a Fabric is given (`"deepspeed_stage_2"`, `"DeepSpeedStrategy"`; `"auto"`
