@@ -191,6 +191,7 @@ class Solver(
         self._made: set = set()  # this run's marks and setups, its callees' included (the "made" table)
         self._strategies: dict[int, Strategy] = {}
         self._split_files: dict[str, bool] = {}
+        self._const_sets: dict = {}  # Const -> {Const}: one set per literal value of the program
         self._unroll_bodies: dict[int, tuple] = {}  # id(loop body IR) -> (worth unrolling, the body, kept alive)
 
     # -- tables --------------------------------------------------------------------------------

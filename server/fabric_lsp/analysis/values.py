@@ -27,7 +27,28 @@ class Const(NamedTuple):
 
 
 def const(value: object) -> Const:
-    return Const(type(value).__name__, value)
+    kind = type(value)
+    if kind not in SHARED_CONST_KINDS:
+        return Const(kind.__name__, value)
+    key = (kind, value)  # the type in the key: True == 1
+    found = _shared_consts.get(key)
+    if found is None:
+        found = Const(kind.__name__, value)
+        if len(_shared_consts) < _MAX_SHARED_CONSTS and _small(kind, value):
+            _shared_consts[key] = found
+    return found
+
+
+def _small(kind: type, value) -> bool:
+    return len(value) <= 200 if kind is str else -2**63 <= value < 2**63 if kind is int else True
+
+
+# The constants of a program's literals, made once per process (bounded: a count, short strings): the
+# solver evaluates each literal on every run of its scope. Only kinds whose equal values print the
+# same (not floats: 0.0 == -0.0).
+SHARED_CONST_KINDS = frozenset((str, int, bool, type(None)))
+_MAX_SHARED_CONSTS = 8192
+_shared_consts: dict = {}
 
 
 class Lib(NamedTuple):

@@ -16,6 +16,7 @@ from fabric_lsp.analysis.values import (
     Class,
     Const,
     const,
+    SHARED_CONST_KINDS,
     Container,
     Function,
     JUST_UNKNOWN,
@@ -41,7 +42,14 @@ class PythonExpressions:
         return (values - JUST_UNKNOWN) | declared if declared else values
 
     def _e_const(self, expr, frame) -> frozenset:
-        return frozenset({const(expr[1])})
+        value = expr[1]
+        kind = type(value)
+        if kind not in SHARED_CONST_KINDS:
+            return frozenset({const(value)})
+        found = self._const_sets.get((kind, value))
+        if found is None:
+            found = self._const_sets[(kind, value)] = frozenset({const(value)})
+        return found
 
     def _e_name(self, expr, frame) -> frozenset:
         return self._lookup(expr[1], frame)
