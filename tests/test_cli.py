@@ -795,3 +795,43 @@ def test_a_broken_interpreter_is_a_one_line_error(tmp_path, script, problem):
     result = run_process(["check", "--no-cache", "--python", python, "ok.py"], tmp_path)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == f"fabric-lsp: error: --python: {python}: {problem}\n", result.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="this Python parses PEP 695 itself: no notice at all")
+def test_files_of_newer_syntax_are_one_notice_and_verbose_lists_each(tmp_path, monkeypatch, caplog):
+    """Trial 12-07 (a PEP 695 project checked on 3.11): one notice per file, 20 lines on stderr. Now one
+    line says how many, names the first two and all that was left out; `-v` says each file; the JSON
+    on stdout is the same either way (notices are never part of a machine format)."""
+    write(tmp_path / "pyproject.toml", '[project]\nname = "p"\nrequires-python = ">=3.12"\n')
+    fabric = "from lightning.fabric import Fabric\n\n"  # each file analysed: a Fabric program's
+    write(tmp_path / "a00.py", fabric + 'names = {"a": 1}\nline = f"{names["a"]}"\n\n\nclass Box[T]:\n    pass\n')
+    for number in range(1, 25):
+        write(tmp_path / f"a{number:02}.py", fabric + "def first[T](items: list[T]) -> T:\n    return items[0]\n")
+    write(tmp_path / "broken.py", "def broken(:\n")  # reported as invalid-syntax, not a notice
+    quiet = run_process(["check", "--no-cache", "--output-format", "json", "."], tmp_path)
+    verbose = run_process(["check", "--no-cache", "--output-format", "json", "-v", "."], tmp_path)
+    assert "Traceback" not in quiet.stderr + verbose.stderr
+    assert quiet.stdout == verbose.stdout and [f["code"] for f in json.loads(quiet.stdout)] == ["invalid-syntax"]
+    newer = [line for line in quiet.stderr.splitlines() if "newer than Python" in line]
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert newer == [(f"fabric-lsp: notice: 25 files (a00.py, a01.py and 23 more) use syntax newer than Python "
+                      f"{running}, which runs fabric-lsp: analysed with the f-string contents and type parameter "
+                      f"lists left out; --verbose lists them")], quiet.stderr
+    each = [line for line in verbose.stderr.splitlines() if "newer than Python" in line]
+    assert len(each) == 25 and each[1] == (f"fabric-lsp: notice: a01.py: uses syntax newer than Python {running}, "
+                                           "which runs fabric-lsp: analysed with the type parameter lists left out")
+    # The Python API logs what the command says: the same one line.
+    from fabric_lsp import api
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.py").unlink()
+    with caplog.at_level("WARNING", logger="fabric_lsp"):
+        api.check_paths(["."])
+    assert [r.getMessage() for r in caplog.records if "newer than Python" in r.getMessage()] == newer
+    # Two files: both named, nothing to list.
+    for number in range(2, 25):
+        (tmp_path / f"a{number:02}.py").unlink()
+    two = run_process(["check", "--no-cache", "."], tmp_path)
+    assert [line for line in two.stderr.splitlines() if "newer than Python" in line] == [(
+        f"fabric-lsp: notice: 2 files (a00.py, a01.py) use syntax newer than Python {running}, which runs "
+        "fabric-lsp: analysed with the f-string contents and type parameter lists left out")], two.stderr

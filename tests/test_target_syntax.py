@@ -12,6 +12,7 @@ server) on a project built in tmp_path.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -326,3 +327,35 @@ async def test_the_editor_analyses_a_file_of_the_projects_syntax(tmp_path):
     assert broken == []  # a broken file: not analysed, and no invalid-syntax diagnostic (as before)
     assert [(d.code, d.range.start.line) for d in found] == [("FAB001", 3 + MODEL.splitlines().index(
         "tokens = model.generate(torch.randn(2, 4))"))]
+
+
+@pytest.mark.skipif(not OLDER, reason="this Python parses PEP 695 itself: no notice at all")
+async def test_the_editor_says_files_of_newer_syntax_in_one_debug_line_per_analysis(tmp_path):
+    """Trial 12-07: the command said one notice per file of newer syntax. The server never shows them
+    (no window/showMessage; the analysis's notes are debug lines in the editor's log); at logLevel
+    debug, each analysis of a program of 10 such files said 10 lines, one line now."""
+    sys.path.insert(0, str(ROOT / "tests" / "lsp"))
+    from lspkit import capabilities, diagnostics, open_doc, replace_text, session
+
+    folder = project(tmp_path, ">=3.12")
+    body = "from lightning.fabric import Fabric\n\n\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
+    for number in range(2, 11):
+        (folder / f"a{number:02}.py").write_text(body, encoding="utf-8")
+    main = "import a02, a03, a04, a05, a06, a07, a08, a09, a10\n" + body  # one program of 10 files
+    (folder / "a01.py").write_text(main, encoding="utf-8")
+    said = {}
+    for level in ("info", "debug"):  # info: the default
+        async with session(capabilities("visual-studio-code"), [folder],
+                           configuration={"": {"logLevel": level}}) as (client, _):
+            uri = open_doc(client, folder / "a01.py")
+            await diagnostics(client, uri, version=1)
+            for version in (2, 3):  # typing: each edit analyses the program again
+                replace_text(client, uri, version, main + "\n" * version)
+                await diagnostics(client, uri, version=version)
+            await asyncio.sleep(0.2)
+            assert not [m for m in client.messages if "newer than Python" in m.message]
+            said[level] = [m.message for m in client.log_messages if "newer than Python" in m.message]
+    assert said["info"] == []
+    assert 1 <= len(said["debug"]) <= 3, said["debug"]
+    assert all(line.startswith(f"10 files ({folder / 'a01.py'}, {folder / 'a02.py'} and 8 more) use syntax newer")
+               for line in said["debug"]), said["debug"]

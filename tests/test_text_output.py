@@ -39,18 +39,21 @@ def check(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_headlines_over_all_fixtures_are_short():
     """Before: messages of 178-531 characters (median 265) on one line. After: headlines median <= 90, max
     <= 110 (measured 82 and 106); the reasons moved to notes."""
-    lengths, long = [], []
+    lengths, long, cut = [], [], []
     for folder in ("cases", "library_cases", "notebooks", "examples"):
-        completed = check("--exit-zero", "--output-format", "concise", str(FIXTURES / folder), cwd=ROOT)
+        completed = check("--exit-zero", "--output-format", "full", str(FIXTURES / folder), cwd=ROOT)
         assert completed.returncode == 0, completed.stderr
         for line in completed.stdout.splitlines():
             match = FIRST_LINE.match(line)
-            if match:
+            if match and not re.match(r"\d+ \| ", line):  # a finding's first line, not a frame's
                 lengths.append(len(match["headline"]))
                 long.extend([line] if len(match["headline"]) > 110 else [])
+            elif "= note: " in line:  # each note one whole reason, never cut inside brackets
+                cut.extend([line] if not _balanced(line.split("= note: ", 1)[1]) else [])
     assert len(lengths) >= 100
     # A rule's headline says what is wrong; the reasons go in Finding.notes (or after its first `; `).
     assert statistics.median(lengths) <= 90 and not long, (statistics.median(lengths), long)
+    assert not cut, cut
 
 
 def test_full_is_the_default_with_frame_notes_and_help(tmp_path):
@@ -135,6 +138,60 @@ def test_a_rule_without_notes_gets_a_short_headline(tmp_path):
     assert diagnostic_message(finding).splitlines() == [headline, *notes]
     assert finding.full_message == "\n".join((headline, *notes))
     assert finding.one_line_message == headline + ": " + "; ".join(notes)
+
+
+def _balanced(text: str) -> bool:
+    """Brackets outside backticks and double quotes pair up."""
+    depth, quote = 0, None
+    for char in text:
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "`\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and quote is None
+
+
+def test_a_note_is_never_cut_inside_a_parenthesis(tmp_path):
+    """Trial 12-07: FAB005's reason `(the project starts other scripts with `fabric run`; started so, this
+    one would not raise)` was cut at its `; ` into two `note:` lines (and two lines of the JSON message).
+    Before: `= note: ... (the project starts other scripts with `fabric run`` / `= note: started so, ...`."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("# demo\n\n    fabric run --devices 2 other.py\n")
+    (tmp_path / "other.py").write_text("print('other')\n")
+    (tmp_path / "train.py").write_text(
+        "import sys\n\nimport torch\nfrom lightning.fabric import Fabric\n\n\n"
+        "def main(strategy):\n"
+        "    fabric = Fabric(accelerator=\"cpu\", devices=2, strategy=strategy)\n"
+        "    return fabric.setup(torch.nn.Linear(2, 2))\n\n\n"
+        "if __name__ == \"__main__\":\n    main(sys.argv[1])\n")
+    completed = check("--hints", ".", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stdout + completed.stderr  # a hint only
+    notes = [line.split("= note: ", 1)[1] for line in completed.stdout.splitlines() if "= note: " in line]
+    assert notes and all(_balanced(note) for note in notes), notes
+    reason = "(the project starts other scripts with `fabric run`; started so, this one would not raise)"
+    assert sum(reason in note for note in notes) == 1, notes
+    assert not any(note.startswith("started so") for note in notes), notes
+    message = json.loads(check("--hints", "--output-format", "json", ".", cwd=tmp_path).stdout)[0]["message"]
+    assert message.startswith("`fabric.setup(...)` before `launch()`\n")
+    assert all(_balanced(line) for line in message.splitlines()), message
+
+
+def test_clauses_split_outside_brackets_and_ignore_unpaired_ones():
+    span = Span("x.py", Position(0, 0), Position(0, 1))
+    long = "x" * 60 + " is wrong (because a; b (nested; deeper)); RuntimeError [under c; d] " + "y" * 40
+    headline, notes = headline_and_notes(Finding("FAB099", Severity.ERROR, span, long, ""))
+    assert headline == "x" * 60 + " is wrong (because a; b (nested; deeper))"
+    assert notes == ("RuntimeError [under c; d] " + "y" * 40,)
+    # A stray `)` of prose (`1) ...; 2) ...`) pairs with nothing: split at every `; ` as before.
+    prose = "1) the first reason, " + "x" * 80 + "; 2) the second reason; 3) the third"
+    headline, notes = headline_and_notes(Finding("FAB099", Severity.ERROR, span, prose, ""))
+    assert headline == "1) the first reason, " + "x" * 80 and notes == ("2) the second reason", "3) the third")
 
 
 def test_frame_marks_under_tabs_and_wide_characters(tmp_path):

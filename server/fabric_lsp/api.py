@@ -39,7 +39,7 @@ from fabric_lsp.checking import (CacheSet, check_files_cached, docs_url, library
                                  notebooks_of, source_findings, source_noqa_warnings, source_notebooks,
                                  syntax_broken)
 from fabric_lsp.fixes.confinement import FixBounds, confine
-from fabric_lsp.report.syntax import without_syntax_notices
+from fabric_lsp.report.syntax import said_analysis_notices, without_syntax_notices
 from fabric_lsp.settings.config import ConfigResolver, expand_codes, is_config_error, resolve_interpreter
 from fabric_lsp.sources.walk import Notice, discover, display_path
 
@@ -276,9 +276,8 @@ def _as_json(found: list[_findings.Finding], context) -> list[Finding]:
 
 
 def _analysis_notes(said: _Said, notes: Iterable[str], cwd: str) -> None:
-    for note in notes:
-        where, _, reason = note.partition(": ")
-        said.notice(f"{display_path(where, cwd) if os.path.isabs(where) else where}: {reason}")
+    for line in said_analysis_notices(notes, cwd):
+        said.notice(line)
 
 
 def check_paths(

@@ -107,8 +107,8 @@ HEADLINE_WIDTH = 100  # a headline longer than this is split at its first clause
 
 def headline_and_notes(finding: Finding) -> tuple[str, tuple[str, ...]]:
     """The finding's headline and reasons. A rule that sets `notes` decides; otherwise a long message
-    is split at its top-level `; ` and `: ` boundaries (outside backticks and quotes), so that every
-    rule, also one written without notes, gets a short headline."""
+    is split at its top-level `; ` and `: ` boundaries (outside backticks, quotes and brackets), so that
+    every rule, also one written without notes, gets a short headline and each note is a whole reason."""
     if finding.notes or len(finding.message) <= HEADLINE_WIDTH:
         return finding.message, finding.notes
     parts = _clauses(finding.message, "; ")
@@ -120,9 +120,20 @@ def headline_and_notes(finding: Finding) -> tuple[str, tuple[str, ...]]:
     return headline, tuple(n for n in notes if n)
 
 
+_OPENING, _CLOSING = "([{", ")]}"
+
+
 def _clauses(text: str, separator: str) -> list[str]:
-    """`text` split at `separator` where it is not inside backticks or double quotes."""
-    parts, start, quote, i = [], 0, None, 0
+    """`text` split at `separator` where it is not inside backticks, double quotes or brackets: a
+    parenthesis holds one reason (`(the project starts ... `fabric run`; started so, ... )`). A text
+    whose brackets do not pair up (a stray `)` of prose) is split as if it had none."""
+    parts = _split_outside(text, separator, brackets=True)
+    return parts if parts is not None else _split_outside(text, separator, brackets=False)
+
+
+def _split_outside(text: str, separator: str, brackets: bool) -> list[str] | None:
+    """None when `brackets` and the text's brackets (outside code and quotes) are unbalanced."""
+    parts, start, quote, depth, i = [], 0, None, 0, 0
     while i < len(text):
         char = text[i]
         if quote is not None:
@@ -130,11 +141,19 @@ def _clauses(text: str, separator: str) -> list[str]:
                 quote = None
         elif char in "`\"":
             quote = char
-        elif text.startswith(separator, i):
+        elif brackets and char in _OPENING:
+            depth += 1
+        elif brackets and char in _CLOSING:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and text.startswith(separator, i):
             parts.append(text[start:i])
             start = i + len(separator)
             i = start
             continue
         i += 1
+    if depth:
+        return None
     parts.append(text[start:])
     return parts

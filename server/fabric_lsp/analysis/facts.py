@@ -42,6 +42,10 @@ class MethodInfo:
     class_name: str | None
     definition: Span | None
     runs: RunsModule | None  # for methods: does it run a module?
+    # A function bound to the instance at run time (`model.step = types.MethodType(step, model)`):
+    # where, and the binding's text.
+    bound_at: tuple[Span, str] | None = None
+    definition_name: str | None = None  # what `definition` names when not `Class.name` (the bound function)
 
 
 @dataclass(frozen=True)
@@ -833,8 +837,15 @@ def method_info(facts: ProgramFacts, cls: ClassRef, name: str, runs: bool = True
     if owner is None:
         bound = _bound_method_attribute(facts, cls, name)
         if bound is not None:
-            target_cls, target_name, span = bound
-            return MethodInfo("method", class_name, span, runs_module(target_cls, target_name))
+            target_cls, target, span, bound_at = bound
+            if isinstance(target, str):
+                return MethodInfo("method", class_name, span, runs_module(target_cls, target), bound_at)
+            verdict = facts.modules.runs_bound_function(target_cls, target.node, facts.source(target.path)) \
+                if runs else None
+            if verdict is not None and bound_at is not None:
+                verdict = RunsModule(verdict.runs, f"is the function `{target.name}` bound to the instance with "
+                                                   f"{bound_at[1]}, which {verdict.reason}", verdict.certain)
+            return MethodInfo("method", class_name, span, verdict, bound_at, target.name)
         return MethodInfo("missing", class_name, None, None)
     if isinstance(owner, LibraryClass) or definition is None:
         return MethodInfo("wrapper", class_name, None, None)  # nn.Module API, found on the wrapper too
@@ -918,17 +929,41 @@ def _method_alias(owner: ClassInfo, value: ast.AST):
 
 
 def _bound_method_attribute(facts: ProgramFacts, cls: ClassRef, name: str):
-    """`self.decode = self._greedy` in a method: instances hold a bound method under `decode`."""
+    """`self.decode = self._greedy` in a method: instances hold a bound method under `decode`, as they
+    do after `model.step = types.MethodType(step, model)` or `self.step = step.__get__(self)` (a
+    function of the module bound to the instance). (the class whose method it is and the method's
+    name, or the receiver's class and the function's scope; the definition's span; where it was
+    bound at run time, or None)."""
     if not isinstance(cls, ClassInfo) or cls.key is None:
         return None
     for value in sorted(facts.solver.peek(("field", cls.key, name)), key=sort_key):
         if isinstance(value, Bound) and not value.function.external and isinstance(value.receiver, Instance):
             scope = value.function.scope
+            bound_at = _bound_at(facts, value)
+            if scope.class_scope is None and scope.kind == ir.FUNCTION:
+                source = facts.source(scope.path)
+                if source is None:
+                    continue
+                return cls, scope, source.span_of_name_in(scope.node, scope.name), bound_at
             owner_key = class_key(scope.class_scope) if scope.class_scope else None
             owner = facts.resolver.class_info(owner_key) if owner_key is not None else None
             if owner is not None and scope.method_kind in ("method", "classmethod"):
                 source = owner.source
-                return owner, scope.name, source.span_of_name_in(scope.node, scope.name)
+                return owner, scope.name, source.span_of_name_in(scope.node, scope.name), bound_at
+    return None
+
+
+def _bound_at(facts: ProgramFacts, value: Bound) -> tuple[Span, str] | None:
+    """Where `types.MethodType(f, obj)` / `f.__get__(obj)` made this bound method (the first such call),
+    and the call's text (shortened to its callee when long)."""
+    for site in sorted(facts.solver.peek(("bound_at", value)), key=sort_key):
+        source = facts.source(site.extra)
+        if source is None:
+            continue
+        text = source.segment(site.receiver)
+        if len(text) > 60 or "\n" in text:
+            text = source.segment(site.receiver.func) + "(...)"
+        return source.span(site.receiver), f"`{text}`"
     return None
 
 

@@ -37,6 +37,7 @@ Patterns: ("name", id), ("attr", expr, name, node), ("sub", expr, index, node), 
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.source import SourceFile
@@ -82,6 +83,14 @@ class Scope:
     class_scope: "Scope | None" = None  # for a function defined directly in a class body: that class
     parent: "Scope | None" = None  # enclosing function/module scope (class bodies are skipped, as in Python)
     children: list["Scope"] = field(default_factory=list)
+
+    @cached_property
+    def signature(self) -> tuple[list[Param], Param | None, Param | None, frozenset[str]]:
+        """(positional parameters, *args, **kwargs, names a keyword argument can bind): read at each call."""
+        params = self.params
+        return ([p for p in params if p.kind == "positional"], next((p for p in params if p.kind == "varargs"), None),
+                next((p for p in params if p.kind == "kwargs"), None),
+                frozenset(p.name for p in params if p.kind in ("positional", "keyword")))
 
     @property
     def method_kind(self) -> str:

@@ -207,8 +207,19 @@ class ModuleAnalyzer:
         self._runs[key] = verdict
         return verdict
 
+    def runs_bound_function(self, cls: ClassRef, function: FunctionNode, source: SourceFile | None) -> RunsModule:
+        """A function of a module bound to an instance of `cls` at run time (`types.MethodType(f, obj)`,
+        `f.__get__(obj)`): its body, run with its first parameter = the instance."""
+        if not isinstance(cls, ClassInfo):
+            return RunsModule(True, "its class could not be resolved", certain=False)
+        key = (id(function), "", id(cls.node))
+        if key not in self._runs:
+            self._runs[key] = RunsModule(False, "recursive call")  # cycle guard
+            self._runs[key] = self._body_runs_module(cls, function, 0, None, source)
+        return self._runs[key]
+
     def _body_runs_module(self, cls: ClassInfo, function: FunctionNode, depth: int,
-                          receiver: ClassInfo | None = None) -> RunsModule:
+                          receiver: ClassInfo | None = None, source: SourceFile | None = None) -> RunsModule:
         kinds, classes = self.attribute_kinds(cls)
         self_name = function.args.args[0].arg if function.args.args else "self"
         if decorator_kind(function) == "classmethod":
@@ -273,7 +284,7 @@ class ModuleAnalyzer:
                             return RunsModule(True, f"calls `super().{func.attr}(...)`, which {inner.reason}", inner.certain)
                     continue
             # checkpoint(self.block, x)
-            qualified = self.resolver.imports_of(cls.source).qualify(func) or ""
+            qualified = self.resolver.imports_of(source or cls.source).qualify(func) or ""
             if qualified.rsplit(".", 1)[-1] in _RUNS_ARGUMENT:
                 for argument in node.args:
                     child = _self_attribute(argument, self_name)

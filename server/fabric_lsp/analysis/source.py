@@ -23,6 +23,16 @@ warnings.filterwarnings("ignore", category=SyntaxWarning)
 warnings.filterwarnings("ignore", message=r"invalid (escape sequence|octal escape sequence)", category=DeprecationWarning)
 
 
+def newer_syntax_reason(running: str, blanked: list[str]) -> str:
+    """The notice of a file parsed with the syntax of a newer Python blanked (NEWER_SYNTAX reads it back)."""
+    return f"uses syntax newer than Python {running}, which runs fabric-lsp: analysed with the {' and '.join(blanked)} left out"
+
+
+# The notice of newer_syntax_reason: the running Python, and what was left out (joined by " and ").
+NEWER_SYNTAX = re.compile(r"uses syntax newer than Python (?P<running>\d+\.\d+), which runs fabric-lsp: "
+                          r"analysed with the (?P<blanked>.+) left out")
+
+
 @dataclass(eq=False)
 class SourceFile:
     path: str
@@ -58,10 +68,7 @@ class SourceFile:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
         self.syntax_error = None
-        self.newer_syntax = (
-            f"uses syntax newer than Python {sys.version_info.major}.{sys.version_info.minor}, which runs fabric-lsp: "
-            f"analysed with the {' and '.join(blanked)} left out"
-        )
+        self.newer_syntax = newer_syntax_reason(f"{sys.version_info.major}.{sys.version_info.minor}", blanked)
 
     @cached_property
     def lines(self) -> list[str]:

@@ -18,6 +18,7 @@ from fabric_lsp.findings import Finding
 from fabric_lsp.report import (TEXT_FORMATS, ReportContext, render,
                                sort_key)
 from fabric_lsp.report.io_error import missing_path_finding
+from fabric_lsp.report.syntax import said_analysis_notices
 from fabric_lsp.report.terminal import Progress, use_color
 from fabric_lsp.report.escape import escape_line, escape_lines
 from fabric_lsp.sources.walk import DecodedFile, byte_limit, discover, display_path
@@ -424,9 +425,8 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     findings: list[Finding] = run.findings + list(unread)
     for notice in sorted(notices + run.notices, key=lambda n: n.path):
         say(notice.format(cwd))
-    for note in run.analysis_notices:
-        path, _, reason = note.partition(": ")
-        say(f"{PROG}: notice: {display_path(path, cwd) if os.path.isabs(path) else path}: {reason}")
+    for line in said_analysis_notices(run.analysis_notices, cwd, verbose=getattr(args, "verbose", False)):
+        say(f"{PROG}: notice: {line}")
     findings.sort(key=sort_key)
     findings = confine_saying(findings, bounds, cwd, speak=fixing)
     if args.add_noqa:

@@ -66,7 +66,10 @@ PROSE: dict[str, RuleProse] = {
             "looked up: the wrapper does not track it), methods that never run a module, and calls on the "
             "unwrapped model (`wrapped.module.m(...)`, `fabric.unwrap`). A property that returns a bound method "
             "(`return self._greedy`) is tracked like the method it returns, and reported when that method runs "
-            "a module."
+            "a module. A function bound to the instance at run time (`model.step = types.MethodType(step, "
+            "model)` before setup, `self.step = step.__get__(self)` in `__init__`) is a method for Lightning "
+            "(`inspect.ismethod` holds): it is reported when its body, run with `self` = the model, runs a "
+            "module, and `mark_forward_method(\"step\")` removes the error."
         ),
         fix=(
             "Marks the method right after the `fabric.setup(...)` that wrapped the model "
@@ -179,7 +182,8 @@ PROSE: dict[str, RuleProse] = {
         ),
         not_reported=(
             "Regular methods, classmethods, generator and async methods, inherited `nn.Module` methods, an "
-            "instance attribute holding a bound method (`self.decode = self._greedy`) and a property that returns "
+            "instance attribute holding a bound method (`self.decode = self._greedy`, or a function bound with "
+            "`types.MethodType(f, self)` / `f.__get__(self)`) and a property that returns "
             "a bound method (Lightning checks `isinstance(getattr(module, name), MethodType)`, which holds for "
             "it)."
         ),

@@ -20,6 +20,7 @@ indented as a whole); the entry's `context["cell"]` names its cell.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from dataclasses import replace
@@ -114,3 +115,39 @@ def without_syntax_notices(notes: Iterable[str], broken: set[str]) -> list[str]:
     """The analysis notices less "<path>: not analysed: ..." of the files reported as invalid-syntax."""
     prefixes = tuple(f"{path}: not analysed: " for path in broken)
     return [note for note in notes if not (prefixes and note.startswith(prefixes))]
+
+
+NAMED_FILES = 2  # files a summary notice names; `--verbose` says each one
+
+
+def said_analysis_notices(notes: Iterable[str], cwd: str | None = None, verbose: bool = False,
+                          listed_by: str = "--verbose") -> list[str]:
+    """The analysis notices ("<path>: <reason>", sorted) as the command says them, each path as shown
+    from `cwd` (None: as given). The files analysed with newer syntax left out (a project written for
+    Python 3.12 checked on 3.11: every file) are one line at the first one's place, naming how many, the
+    first NAMED_FILES and all that was left out, as ruff says a repeated warning once; `verbose` says
+    each file (`listed_by` says how to ask for that, when files go unnamed)."""
+    from fabric_lsp.analysis.source import NEWER_SYNTAX
+    from fabric_lsp.sources.walk import display_path
+
+    said: list[str] = []
+    newer: list[tuple[int, str]] = []  # (place in `said`, path as shown) of each file with newer syntax
+    running, left_out = "", {}
+    for note in notes:
+        path, _, reason = note.partition(": ")
+        shown = display_path(path, cwd) if cwd is not None and os.path.isabs(path) else path
+        match = None if verbose else NEWER_SYNTAX.fullmatch(reason)
+        if match is not None:
+            newer.append((len(said), shown))
+            running = match["running"]
+            left_out.update(dict.fromkeys(match["blanked"].split(" and ")))
+        said.append(f"{shown}: {reason}")
+    if len(newer) < 2:
+        return said
+    more = len(newer) - NAMED_FILES
+    named = ", ".join(shown for _, shown in newer[:NAMED_FILES]) + (f" and {more} more" if more > 0 else "")
+    said[newer[0][0]] = (f"{len(newer)} files ({named}) use syntax newer than Python {running}, which runs "
+                         f"fabric-lsp: analysed with the {' and '.join(left_out)} left out"
+                         + (f"; {listed_by} lists them" if more > 0 and listed_by else ""))
+    dropped = {place for place, _ in newer[1:]}
+    return [line for place, line in enumerate(said) if place not in dropped]

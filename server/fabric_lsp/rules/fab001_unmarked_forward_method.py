@@ -110,8 +110,11 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         mark_source = facts.source(mark.path)
         related.append(Related(mark_source.span(mark.node),
                                f"`{call.method}` is marked here, but only after this call has run on one of the ways to it"))
+    if info.bound_at is not None:
+        related.append(Related(info.bound_at[0], f"`{class_name}.{call.method}` is bound to the instance here"))
     if info.definition is not None:
-        related.append(Related(info.definition, f"`{class_name}.{call.method}` is defined here"))
+        defined = f"`{info.definition_name}`" if info.definition_name else f"`{class_name}.{call.method}`"
+        related.append(Related(info.definition, f"{defined} is defined here"))
     skew = facts.library_skew(strongest.cls)
     if skew is not None:
         related.append(Related(source.span(call.node), skew))

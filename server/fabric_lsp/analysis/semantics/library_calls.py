@@ -13,10 +13,12 @@ from fabric_lsp.analysis.semantics.torch import _compiled, _FSDP_CLASSES, _NO_GR
 from fabric_lsp.analysis.libraries.torch_facts import nn_module_attributes
 from fabric_lsp.analysis.libraries.torch_tables import tables
 from fabric_lsp.analysis.values import (
+    Bound,
     Const,
     const,
     Container,
     FabricValue,
+    Function,
     Instance,
     JUST_UNKNOWN,
     Lib,
@@ -59,6 +61,8 @@ class LibraryCalls:
             return self._fields_as_dict(call.positional(0), call)
         if name in ("copy.deepcopy", "copy.copy"):
             return call.positional(0)  # the same values (what is written into the copy joins them)
+        if name == "types.MethodType":
+            return self._bound_at_run_time(call.positional(0), call.positional(1), call)
         if name == "functools.partial":
             site = call.node
             self.write(("partial_function", site), call.positional(0))
@@ -117,6 +121,24 @@ class LibraryCalls:
         if name.startswith("torch.") and short not in _NO_GRAD_FUNCTIONS:
             return self._derived_output(call)  # `F.cross_entropy(out, y)`, `torch.stack([...])`
         return JUST_UNKNOWN
+
+    def _bound_at_run_time(self, functions: frozenset, receivers: frozenset, call: "_Call") -> frozenset:
+        """`types.MethodType(f, obj)`, `f.__get__(obj)`: a method of `obj` whose body runs with `self` =
+        obj (Lightning's `inspect.ismethod` holds, as for a method of its class); where it was bound is
+        kept for the finding that calls it on the wrapped model. `f.__get__(None, cls)` is `f` itself."""
+        found = set()
+        for function in functions:
+            if not isinstance(function, Function) or function.external:
+                found.add(UNKNOWN)
+                continue
+            for receiver in receivers:
+                if receiver == const(None):
+                    found.add(function)
+                    continue
+                bound = Bound(function, receiver)
+                found.add(bound)
+                self.write(("bound_at", bound), frozenset({Special("bound_at", call.node, call.frame.scope.path)}))
+        return frozenset(found)  # nothing yet is nothing, not unknown
 
     def _library_results(self, classes, call: "_Call") -> frozenset:
         """Instances of the library classes (or families) a library call returns; a tuple of them for

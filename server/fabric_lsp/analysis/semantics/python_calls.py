@@ -214,9 +214,7 @@ class PythonCalls:
     def _bind_call(self, scope: ir.Scope, args, kwargs, node, frame) -> frozenset:
         params = scope.params
         bound: dict[str, set] = {}
-        positional = [p for p in params if p.kind == "positional"]
-        varargs = next((p for p in params if p.kind == "varargs"), None)
-        varkw = next((p for p in params if p.kind == "kwargs"), None)
+        positional, varargs, varkw, names = scope.signature
         position = 0
         extra: list[frozenset] = []
         spread = False
@@ -241,7 +239,6 @@ class PythonCalls:
                 position += 1
             else:
                 extra.append(values)
-        names = {p.name for p in params if p.kind in ("positional", "keyword")}
         extra_keywords: list[tuple[str, frozenset]] = []
         for name, values in kwargs:
             if name is None:
@@ -409,6 +406,8 @@ class PythonCalls:
             return frozenset({const(None)})
         if kind == "returns_receiver":
             return frozenset({special.receiver})
+        if kind == "function_get":  # `f.__get__(obj)`, `f.__get__(obj, type(obj))`
+            return self._bound_at_run_time(frozenset({special.receiver}), call.positional(0), call)
         if kind == "library_classmethod":
             owner = special.extra.rpartition(".")[0]
             classes = library_models.result_classes(special.extra, self._library_arguments(call))
@@ -543,7 +542,7 @@ class _Receivers(tuple):
     receivers = property(lambda self: self[1])
 
 
-_MODELED_LIBRARY = ("functools.partial", "builtins.")
+_MODELED_LIBRARY = ("functools.partial", "builtins.", "types.MethodType")
 
 
 def _opaque(callee) -> bool:

@@ -199,6 +199,8 @@ class PythonClasses:
             return frozenset({Special("container_method", obj, name)})
         if isinstance(obj, Super):
             return self._super_attribute(obj, name)
+        if isinstance(obj, Function) and not obj.external and name == "__get__":
+            return frozenset({Special("function_get", obj)})  # binds it: _bound_at_run_time
         if isinstance(obj, Output):
             if name == "backward":
                 return frozenset({Special("output_backward", obj), UNKNOWN})
