@@ -85,6 +85,28 @@ STRATEGY_WRAPS: dict[str, tuple[bool | None, str]] = {
     "XLAFSDPStrategy": (True, "setup_module returns XlaFullyShardedDataParallel(module) unless already one"),
 }
 
+# What `Fabric.init_module(empty_init=True)` does under each strategy, keyed by the function that
+# defines `module_init_context` for it (read in lightning 2.6.6): True when it enters
+# `torch.device("meta")` (setup then materializes the meta tensors), False when it enters `_EmptyInit`
+# (uninitialised memory on the real device, nothing on meta). The script checks each entry against the
+# function's source and fails on a function it does not list.
+MODULE_INIT_META: dict[str, tuple[bool, str]] = {
+    "Strategy.module_init_context": (False, "_EmptyInit(enabled=bool(empty_init)) on the root device"),
+    "FSDPStrategy.module_init_context": (True, "enters torch.device('meta') when empty_init; setup_module materializes"),
+    "ModelParallelStrategy.module_init_context": (
+        True,
+        "enters torch.device('meta') when empty_init; setup_module materializes",
+    ),
+    "XLAFSDPStrategy.module_init_context": (
+        False,
+        "_EmptyInit(enabled=bool(empty_init)), no meta device; setup_module only wraps in XlaFullyShardedDataParallel",
+    ),
+    "DeepSpeedStrategy.module_init_context": (
+        False,
+        "Strategy.module_init_context (_EmptyInit) below ZeRO-3; deepspeed.zero.Init (partitioned tensors) for ZeRO-3",
+    ),
+}
+
 LIGHTNING_FABRIC_NOTE = (
     "lightning_fabric.* are the spellings of the standalone lightning-fabric package (the same code "
     "as lightning.fabric.*, a documented alternative import); they are derived from the "
@@ -388,6 +410,12 @@ def fabric_facts() -> dict[str, Any]:
     strategies = {}
     for class_name, cls in sorted(strategy_classes.items()):
         wraps_module, reason = STRATEGY_WRAPS[class_name]
+        init_function = cls.module_init_context
+        if init_function.__qualname__ not in MODULE_INIT_META:
+            raise RuntimeError(f"update MODULE_INIT_META: {init_function.__qualname__} is not listed")
+        meta_init, meta_init_reason = MODULE_INIT_META[init_function.__qualname__]
+        if ('torch.device("meta")' in inspect.getsource(init_function)) is not meta_init:
+            raise RuntimeError(f"MODULE_INIT_META[{init_function.__qualname__!r}] disagrees with its source")
         names = _qualified_names(
             cls, class_name, ["lightning.fabric", "lightning.fabric.strategies", *_module_aliases(cls)]
         )
@@ -395,6 +423,8 @@ def fabric_facts() -> dict[str, Any]:
             "qualified_names": _with_standalone_spellings(names, cls),
             "wraps_module": wraps_module,
             "wraps_module_reason": reason,
+            "empty_init_meta": meta_init,
+            "empty_init_meta_reason": f"{init_function.__qualname__}: {meta_init_reason}",
         }
 
     strategy_strings = {}
@@ -445,6 +475,11 @@ NOTES = {
     "wraps_module": (
         "whether the strategy's setup_module returns a wrapper (so _forward_module is not "
         "_original_module); null for base classes whose subclasses decide"
+    ),
+    "empty_init_meta": (
+        "whether init_module(empty_init=True) builds the module on the meta device under the strategy "
+        "(its module_init_context enters torch.device('meta'); setup then materializes it); False: "
+        "_EmptyInit, uninitialised memory on the real device"
     ),
     "strategy_strings": (
         "keys of lightning.fabric.strategies.STRATEGY_REGISTRY (Fabric lower-cases strategy=); 'auto' "

@@ -307,3 +307,68 @@ def test_strategy_wrapping_matches_real_lightning():
         assert tables().strategies[class_name].wraps_module is outcome["wraps"], class_name
         if "generate_raised" in outcome:
             assert outcome["generate_raised"] is outcome["wraps"], class_name
+
+
+# --- what init_module(empty_init=True) builds on, per strategy ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "meta"),
+    [("fsdp", True), ("FSDPStrategy", True), ("ModelParallelStrategy", True), ("xla_fsdp", False),
+     ("XLAFSDPStrategy", False), ("ddp", False), ("deepspeed", False), ("SingleDeviceStrategy", False)],
+)
+def test_empty_init_meta_per_strategy(name, meta):
+    # XLAFSDPStrategy.module_init_context enters _EmptyInit, not torch.device("meta") (xla_fsdp.py in
+    # Lightning 2.6.6; the generator checks each listed function's source): XLA cannot run here.
+    assert tables().strategy(name).empty_init_meta is meta
+
+
+def test_generator_refuses_a_module_init_context_it_does_not_list(generator, monkeypatch):
+    monkeypatch.delitem(generator.MODULE_INIT_META, "XLAFSDPStrategy.module_init_context")
+    with pytest.raises(RuntimeError, match="update MODULE_INIT_META"):
+        generator.fabric_facts()
+    monkeypatch.setitem(generator.MODULE_INIT_META, "XLAFSDPStrategy.module_init_context", (True, "wrong"))
+    with pytest.raises(RuntimeError, match="disagrees with its source"):
+        generator.fabric_facts()
+
+
+_EMPTY_INIT_PROBE = textwrap.dedent(
+    """
+    import json, warnings
+    warnings.simplefilter("ignore")
+    import torch
+    from lightning.fabric import Fabric
+    from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy
+    results = {}
+    for name, strategy in (("SingleDeviceStrategy", "auto"), ("DDPStrategy", "ddp"),
+                           ("ModelParallelStrategy", ModelParallelStrategy(parallelize_fn=lambda m, d: m))):
+        fabric = Fabric(accelerator="cpu", devices=1, strategy=strategy)
+        fabric.launch()
+        assert type(fabric.strategy).__name__ == name, type(fabric.strategy).__name__
+        with fabric.init_module(empty_init=True):
+            layer = torch.nn.Linear(2, 2)
+        results[name] = layer.weight.is_meta
+    # FSDP refuses a CPU Fabric: its module_init_context is entered directly.
+    with FSDPStrategy(parallel_devices=[torch.device("cpu")]).module_init_context(empty_init=True):
+        layer = torch.nn.Linear(2, 2)
+    results["FSDPStrategy"] = layer.weight.is_meta
+    print("RESULTS " + json.dumps(results))
+    """
+)
+
+
+def test_empty_init_meta_matches_real_lightning():
+    _require_torch_and_lightning()
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), PYTHONWARNINGS="ignore",
+               CUDA_VISIBLE_DEVICES="")
+    for variable in ("LT_STRATEGY", "LT_DEVICES", "LT_ACCELERATOR", "LT_NUM_NODES", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        env.pop(variable, None)
+    result = subprocess.run(
+        [sys.executable, "-c", _EMPTY_INIT_PROBE], capture_output=True, text=True, env=env, timeout=300
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULTS ")]
+    assert result.returncode == 0 and lines, result.stdout + result.stderr
+    observed = json.loads(lines[-1].removeprefix("RESULTS "))
+    assert set(observed) == {"SingleDeviceStrategy", "DDPStrategy", "ModelParallelStrategy", "FSDPStrategy"}
+    for class_name, meta in observed.items():
+        assert tables().strategies[class_name].empty_init_meta is meta, class_name

@@ -106,7 +106,11 @@ PROSE: dict[str, RuleProse] = {
             "`_materialize_distributed_module(...)`, or `fabric.setup` under FSDP or ModelParallel). Library "
             "modules that need it count too: `nn.MultiheadAttention` (so `nn.TransformerEncoderLayer` and the "
             "other transformer layers), `nn.ParameterList`/`ParameterDict`, losses built with a `weight=` tensor "
-            "and parametrizations. The two halves may sit in different functions and the class in another file."
+            "and parametrizations. The two halves may sit in different functions and the class in another file. "
+            "Other strategies build nothing on the meta device and materialize nothing: `\"auto\"` (one device or "
+            "DDP, whatever `devices=` is), DDP, DeepSpeed and XLAFSDP, whose `init_module(empty_init=True)` is "
+            "`_EmptyInit` (uninitialised memory on the real device; Lightning 2.6.6's `xla_fsdp.py`) and whose setup "
+            "only wraps the module."
         ),
         why=(
             "Materialization allocates the meta tensors for real, uninitialised (`to_empty`), and calls "
@@ -225,7 +229,8 @@ PROSE: dict[str, RuleProse] = {
             "setup:"
         ),
         not_reported=(
-            "A single-device Fabric (`accelerator=\"cpu\"`, `devices=1`; it never needs `launch()`, and `fabric "
+            "A single-device Fabric (`accelerator=\"cpu\"`, `devices=1`, also `devices=1 if cpu else "
+            "[device.index]`: a list of device indices counts as its length; it never needs `launch()`, and `fabric "
             "run --strategy ddp` launches it), a Fabric launched in another function (the order across functions "
             "cannot be told), a subclass overriding `run()`, a Fabric passed in from outside, and a script whose "
             "file names its `fabric run ... script.py` command (a usage line in its docstring or comments), or "
@@ -266,7 +271,11 @@ PROSE: dict[str, RuleProse] = {
             "function or loss module applied to it (`F.cross_entropy(model(x), y)`, `nn.MSELoss()(...)`), and "
             "what project helpers compute and return from it, in this file or another. It is reported when the "
             "Fabric that set the model up uses mixed precision (`precision=\"16-mixed\"`, `\"bf16-mixed\"` and "
-            "their aliases `16`, `\"16\"`, `\"bf16\"`), an FSDP strategy or a DeepSpeed strategy."
+            "their aliases `16`, `\"16\"`, `\"bf16\"`), an FSDP strategy or a DeepSpeed strategy, or a strategy "
+            "class of the project that overrides `backward` (Lightning's test is `is_overridden(\"backward\", "
+            "strategy, parent=Strategy)`). A project subclass of a Lightning strategy otherwise counts as the class "
+            "it extends, and a test's `@pytest.mark.parametrize(\"strategy\", [...])` literals are the values of "
+            "its parameter."
         ),
         why=(
             "`_FabricModule.forward` registers a hook on every output tensor that requires a gradient. Under a "
@@ -285,6 +294,8 @@ PROSE: dict[str, RuleProse] = {
             "a function that neither runs the wrapped model (itself or through what it calls) nor is handed its "
             "output (a gradient check calling a loss helper the training loop also uses); "
             "`def backward(self, loss): loss.backward()` in a class of the project (a Fabric stand-in); "
+            "`strategy=\"ddp\"` or a project `DDPStrategy` subclass that overrides no `backward` with a precision "
+            "that does not hook (a subclass that gives itself a precision plugin cannot be told: warning); "
             "the default precision `\"32-true\"`, `\"bf16-true\"`, `\"16-true\"`, `\"64-true\"`, "
             "transformer-engine and XLA (their plugins keep the base backward: `loss.backward()` runs). No hint "
             "is given for those: `fabric run --precision bf16-mixed` would make the call raise, but a script that "

@@ -73,6 +73,9 @@ class StrategyFacts:
     # methods called on the setup result; False: the module itself; None: a base class.
     wraps_module: bool | None
     wraps_module_reason: str
+    # Whether `init_module(empty_init=True)` builds on the meta device under it (module_init_context
+    # enters torch.device("meta"): FSDP, ModelParallel), so setup materializes; False: _EmptyInit.
+    empty_init_meta: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ def parse_tables(raw: Mapping[str, Any]) -> TorchTables:
             qualified_names=tuple(facts["qualified_names"]),
             wraps_module=facts["wraps_module"],
             wraps_module_reason=facts["wraps_module_reason"],
+            empty_init_meta=facts.get("empty_init_meta", False),
         )
         for name, facts in raw["strategies"].items()
     }

@@ -32,6 +32,7 @@ from fabric_lsp.analysis.values import (
     Instance,
     JUST_UNKNOWN,
     LAUNCH_MACHINE,
+    Lib,
     LAUNCH_NONE,
     LAUNCH_SCRIPT,
     LAUNCH_SPAWN,
@@ -48,7 +49,6 @@ from fabric_lsp.analysis.values import (
     WRAPPING,
 )
 
-_MATERIALIZING = ("fsdp", "model_parallel", "FSDPStrategy", "ModelParallelStrategy")
 # Precision values (as Fabric's `precision=` spells them, aliases included) whose plugin overrides
 # backward (MixedPrecision) and those whose plugin does not (Precision, HalfPrecision, DoublePrecision,
 # TransformerEnginePrecision): lightning/fabric/connector.py _check_and_init_precision.
@@ -323,8 +323,10 @@ class FabricSemantics:
             named = value.value if isinstance(value, Const) and value.kind == "str" else (
                 value.name if isinstance(value, StrategyObject) else None)
             if named is None:
-                verdicts.add(None)
-                continue
+                named, overrides = self._strategy_subclass(value)
+                if overrides is not False:
+                    verdicts.add(overrides)  # True: its own `backward`; None: not a strategy subclass we can read
+                    continue
             lowered = named.lower()
             if lowered.startswith(("fsdp", "deepspeed")):
                 verdicts.add(True)  # FSDPPrecision / DeepSpeedPrecision override backward, whatever the precision
@@ -356,6 +358,54 @@ class FabricSemantics:
         if answers == {False}:
             return False, precision_text
         return None, f"a precision chosen at run time ({precision_text})"
+
+    def _strategy_subclass(self, value) -> tuple[str | None, bool | None]:
+        """For an instance of a project class extending a Lightning strategy class (`MyDDP()`): (the
+        Lightning class, whether the project classes override `backward`). Lightning hooks the output when
+        `is_overridden("backward", strategy, parent=Strategy)` (lightning/fabric/wrappers.py
+        `_register_backward_hook`); otherwise the precision plugin decides, chosen as for the class it
+        extends (_Connector._check_and_init_precision tests isinstance). None when it cannot be told: a base
+        not resolved, or a class that names `precision` (it may give the strategy its own plugin)."""
+        if not isinstance(value, Instance) or not isinstance(value.cls, Class) or value.declared is not None:
+            return None, None
+        if not self._mro_complete(value.cls):
+            return None, None
+        mro = self.mro(value.cls)
+        base = next((ref for ref in mro if isinstance(ref, Lib) and tables().strategy(ref.qualified) is not None), None)
+        if base is None:
+            return None, None
+        overrides = False
+        for ref in mro[:mro.index(base)]:
+            scope = self.classes.get(ref) if isinstance(ref, Class) and not ref.external else None
+            if scope is None:
+                return None, None  # a library class between them: what it defines is not read
+            passed_on = self._precision_passed_on(scope)
+            for node in ast.walk(scope.node):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "backward" \
+                        and node in scope.node.body:
+                    overrides = True
+                names = (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "arg", None),
+                         getattr(node, "name", None) if not isinstance(node, ast.ClassDef) else None)
+                if any(name in ("precision", "_precision") for name in names) and id(node) not in passed_on:
+                    return None, None
+        return tables().strategy(base.qualified).name, overrides
+
+    def _precision_passed_on(self, class_scope) -> set:
+        """The nodes of `def __init__(self, ..., precision=None): super().__init__(..., precision=precision)`
+        that name `precision` (ids), when every caller leaves it None: the strategy then gets no plugin of
+        its own, and Fabric chooses it. Empty otherwise."""
+        init = next((c for c in class_scope.children if c.name == "__init__" and c.class_scope is class_scope), None)
+        if init is None or not self.peek(("param", init, "precision")) <= {const(None)} \
+                or not self.peek(("param", init, "precision")):
+            return set()
+        allowed = set()
+        for node in ast.walk(init.node):
+            if isinstance(node, ast.arg) and node.arg == "precision":
+                allowed.add(id(node))
+            elif isinstance(node, ast.keyword) and node.arg == "precision" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "precision":
+                allowed.update((id(node), id(node.value)))
+        return allowed
 
     def strategy_names(self, fabric: FabricValue) -> frozenset | None:
         """The strategy names a Fabric is given (`"deepspeed_stage_2"`, `"DeepSpeedStrategy"`; `"auto"`
@@ -430,8 +480,7 @@ class FabricSemantics:
         elif described and isinstance(value, Const) and strategy_text != json.dumps(named) \
                 and strategy_text.replace("'", '"') != json.dumps(named):
             described = f"strategy={json.dumps(named)}"  # one value of `"ddp" if args.distributed else "auto"`
-        materializes = any(named.startswith(prefix) for prefix in _MATERIALIZING)
-        how = ("model_parallel" if named.startswith(("model_parallel", "ModelParallel")) else "fsdp") if materializes else None
+        materializes, how = _materializes(named)
         if named != "auto":
             wraps = tables().strategy_wraps(named)
             launch = _launch_of(named, keywords.get("accelerator"))
@@ -444,8 +493,10 @@ class FabricSemantics:
         accelerator = keywords.get("accelerator")
         nodes = keywords.get("num_nodes")
         node_counts = {_int_of(v) for v in nodes} if nodes else {1}
+        # "auto" selects a single-device strategy, DDP or XLA (_Connector._choose_strategy), whatever the
+        # device count: never one that builds on the meta device, so `materializes` is False below.
         if None in node_counts:
-            return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes', '...')} chosen at run time", None)
+            return Strategy(UNKNOWN_STRATEGY, f"num_nodes={texts.get('num_nodes', '...')} chosen at run time", False)
         if max(node_counts) > 1:
             if min(node_counts) > 1:
                 return Strategy(WRAPPING, f"num_nodes={texts.get('num_nodes')}", False, launch=LAUNCH_SCRIPT)
@@ -453,7 +504,7 @@ class FabricSemantics:
         counts = self._device_counts(devices, accelerator, node, texts)
         if counts is None or None in counts:
             described = f"devices={texts['devices']}" if "devices" in texts else "devices chosen by the machine (devices=\"auto\")"
-            return Strategy(UNKNOWN_STRATEGY, described, None, launch=None if "devices" in texts else LAUNCH_MACHINE)
+            return Strategy(UNKNOWN_STRATEGY, described, False, launch=None if "devices" in texts else LAUNCH_MACHINE)
         if min(counts) > 1:
             return Strategy(WRAPPING, f"devices={texts.get('devices')}", False, launch=LAUNCH_SCRIPT)
         if max(counts) > 1:
@@ -471,9 +522,12 @@ class FabricSemantics:
             literal = next((k.value for k in node.keywords if k.arg == "devices"), None)
         if isinstance(literal, (ast.List, ast.Tuple)):
             return {len(literal.elts)}
+        displays = _arm_displays(literal)
         counts = set()
         for value in devices:
-            if isinstance(value, Const):
+            if isinstance(value, Container) and value.site in displays:
+                counts.add(len(value.site.elts))  # `1 if cpu else [device.index]`: a list of device indices
+            elif isinstance(value, Const):
                 raw = value.value
                 if raw in ("auto", -1, "-1"):
                     counts.add(1 if cpu else None)
@@ -510,6 +564,27 @@ LAUNCH_CHECKED_METHODS = frozenset((
     "setup", "setup_module", "setup_optimizers", "setup_dataloaders", "init_module", "barrier", "broadcast",
     "all_gather", "all_reduce", "sharded_model",
 ))
+
+
+def _arm_displays(node: ast.AST | None) -> list:
+    """The list/tuple displays (without `*`) that are arms of a conditional expression given as `devices=`
+    (`1 if cpu else [device.index]`): their values are those lists themselves, never mutated, so their
+    length is the device count."""
+    if isinstance(node, ast.IfExp):
+        return _arm_displays(node.body) + _arm_displays(node.orelse)
+    if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return [node]
+    return []
+
+
+def _materializes(named: str) -> tuple[bool, str | None]:
+    """(does `init_module(empty_init=True)` build on the meta device, which setup then materializes; how
+    setup materializes) under `strategy=<named>` (a registry key or a class name), from the tables:
+    FSDP (torch FSDP, "fsdp") and ModelParallel ("model_parallel"); XLAFSDP's `_EmptyInit` is not meta."""
+    facts = tables().strategy(named)
+    if facts is None or not facts.empty_init_meta:
+        return False, None
+    return True, "model_parallel" if facts.name == "ModelParallelStrategy" else "fsdp"
 
 
 def _combined(strategies: list[Strategy]) -> Strategy:

@@ -82,7 +82,12 @@ class PythonStatements:
                 if entry or UNKNOWN in values:
                     values = values | self._annotation_values(scope, param.name, param.annotation_node,
                                                               f"the parameter `{param.name}`")
-                if entry:
+                listed = _parametrized(scope, param.name) if entry and not values else None
+                if listed is not None and self._ask("is_entry", scope):
+                    # A test only pytest calls (nothing names it; its decorators are what it escapes
+                    # through): the values its parametrize lists.
+                    values = values | listed
+                elif entry:
                     values = values | self.read(("default", scope, param.name)) | JUST_UNKNOWN
             if param.kind == "varargs" and not values:
                 values = JUST_UNKNOWN
@@ -665,3 +670,30 @@ def _names_unroll_reason(ir_node, depth: int = 0) -> bool:
 _PURE_LIBRARY = ("dataclasses.asdict", "dataclasses.field", "copy.", "json.dumps", "builtins.print", "builtins.len",
                  "builtins.dict", "builtins.list", "builtins.tuple", "builtins.vars", "builtins.isinstance",
                  "builtins.getattr", "builtins.hasattr", "builtins.sorted", "builtins.str", "builtins.int")
+
+
+def _parametrized(scope: ir.Scope, name: str) -> frozenset | None:
+    """The values `@pytest.mark.parametrize("name", [...])` on the function `scope` gives the parameter
+    `name`, when they are all literals (a plain constant or `pytest.param(constant, ...)`); None
+    otherwise (several names, `indirect=`, a list built elsewhere)."""
+    node = scope.node
+    for decorator in getattr(node, "decorator_list", ()):
+        if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "parametrize" and len(decorator.args) >= 2):
+            continue
+        names, listed = decorator.args[0], decorator.args[1]
+        if not (isinstance(names, ast.Constant) and isinstance(names.value, str)) \
+                or [n.strip() for n in names.value.split(",")] != [name]:
+            continue
+        if any(k.arg == "indirect" for k in decorator.keywords) or not isinstance(listed, (ast.List, ast.Tuple)):
+            return None
+        found = set()
+        for element in listed.elts:
+            if isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute) \
+                    and element.func.attr == "param" and element.args:
+                element = element.args[0]
+            if not isinstance(element, ast.Constant):
+                return None
+            found.add(const(element.value))
+        return frozenset(found) or None
+    return None
