@@ -417,17 +417,33 @@ class ModuleAnalyzer:
 
     # -- FAB002: owned tensors and children -----------------------------------------------------------
     def module_facts(self, cls: ClassInfo) -> ModuleFacts:
-        """Tensors the class owns directly and the child modules it builds, from `__init__`s along its
-        readable bases (they all run for one instance when `super().__init__()` is called)."""
+        """Tensors the class owns directly and the child modules it builds, from the `__init__`s that
+        run for one instance: the class's own and those its `super().__init__(...)` /
+        `Base.__init__(self, ...)` calls reach (`nn.Module.__init__(self)` reaches none of the
+        project's), an attribute assigned again later holding only its last value. Where the chain
+        cannot be read (no such call, one of another shape, several bases), every `__init__` along
+        the readable bases, as if all ran."""
         facts = ModuleFacts()
-        for ref in self.resolver.mro(cls):
+        mro = list(self.resolver.mro(cls))
+        writes: dict[int, list[_Write]] = {}
+        for position, ref in enumerate(mro):
             if not isinstance(ref, ClassInfo):
                 continue
             init = ref.methods().get("__init__")
             if init is None:
                 continue
-            self._collect_init(ref, init, facts)
-        return facts
+            writes[position] = []
+            self._collect_init(ref, init, facts, writes[position])
+        if not writes:
+            return facts
+        dropped = _InitChain(self.resolver, mro, writes).dropped()
+        if dropped is None:
+            return facts
+        return ModuleFacts(
+            [item for index, item in enumerate(facts.owned) if ("owned", index) not in dropped],
+            [item for index, item in enumerate(facts.children) if ("children", index) not in dropped],
+            [item for index, item in enumerate(facts.parametrizations) if ("parametrizations", index) not in dropped],
+        )
 
     def taken(self, guards: tuple) -> bool:
         """Can the branches these guards name all be taken with the values the program gives their
@@ -436,48 +452,71 @@ class ModuleAnalyzer:
             return True
         return all(self.flow.branch_taken(test, outcome) for test, outcome in guards)
 
-    def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts) -> None:
+    def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts,
+                      writes: list[_Write] | None = None) -> None:
+        """What one `__init__` builds, added to `facts`; each statement that stores into `self`, with
+        the items it added (by list and index), appended to `writes` in source order."""
         imports = self.resolver.imports_of(cls.source)
         self_name = init.args.args[0].arg if init.args.args else "self"
         guards = guards_of(init)
         statements = [node for node in ast.walk(init) if isinstance(node, ast.stmt)]
         statements.sort(key=lambda node: (node.lineno, node.col_offset))
         for statement in statements:
-            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                value = statement.value
-                if value is None:
+            if writes is not None:
+                before = (len(facts.owned), len(facts.children), len(facts.parametrizations))
+                self._collect_statement(cls, statement, imports, self_name, guards, facts)
+                written = _written_attribute(statement, self_name)
+                items = tuple(
+                    (name, index)
+                    for name, start, items in (("owned", before[0], facts.owned), ("children", before[1], facts.children),
+                                               ("parametrizations", before[2], facts.parametrizations))
+                    for index in range(start, len(items))
+                )
+                if written is not None or items:
+                    writes.append(_Write(statement, written or "", items, guards.get(id(statement), ())))
+            else:
+                self._collect_statement(cls, statement, imports, self_name, guards, facts)
+        self._collect_init_calls(init, imports, self_name, facts)
+
+    def _collect_statement(self, cls: ClassInfo, statement: ast.stmt, imports, self_name: str, guards: dict,
+                       facts: ModuleFacts) -> None:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value = statement.value
+            if value is None:
+                return
+            for target in targets:
+                attribute = _self_attribute(target, self_name)
+                if attribute is None:
                     continue
-                for target in targets:
-                    attribute = _self_attribute(target, self_name)
-                    if attribute is None:
-                        continue
+                tensor = _parameter_value(imports, value)
+                if tensor is not _NOT_A_PARAMETER:
+                    facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement,
+                                                   guards=guards.get(id(value), ())))
+                else:
+                    self._collect_children(cls, value, facts, attribute, guards)
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            call = statement.value
+            if _is_self_call(call, ("register_buffer",), self_name) and len(call.args) >= 2:
+                name = _constant_str(call.args[0])
+                value = call.args[1]
+                if name and not (isinstance(value, ast.Constant) and value.value is None):
+                    facts.owned.append(OwnedTensor(name, "buffer", value, statement, guards=guards.get(id(call), ())))
+            elif _is_self_call(call, ("register_parameter",), self_name) and len(call.args) >= 2:
+                name = _constant_str(call.args[0])
+                value = call.args[1]
+                if name and not (isinstance(value, ast.Constant) and value.value is None):
                     tensor = _parameter_value(imports, value)
-                    if tensor is not _NOT_A_PARAMETER:
-                        facts.owned.append(OwnedTensor(attribute, "parameter", tensor, statement,
-                                                       guards=guards.get(id(value), ())))
-                    else:
-                        self._collect_children(cls, value, facts, attribute, guards)
-            elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-                call = statement.value
-                if _is_self_call(call, ("register_buffer",), self_name) and len(call.args) >= 2:
-                    name = _constant_str(call.args[0])
-                    value = call.args[1]
-                    if name and not (isinstance(value, ast.Constant) and value.value is None):
-                        facts.owned.append(OwnedTensor(name, "buffer", value, statement, guards=guards.get(id(call), ())))
-                elif _is_self_call(call, ("register_parameter",), self_name) and len(call.args) >= 2:
-                    name = _constant_str(call.args[0])
-                    value = call.args[1]
-                    if name and not (isinstance(value, ast.Constant) and value.value is None):
-                        tensor = _parameter_value(imports, value)
-                        facts.owned.append(
-                            OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement,
-                                        guards=guards.get(id(call), ()))
-                        )
-                elif _is_self_call(call, ("add_module", "register_module"), self_name) and len(call.args) >= 2:
-                    self._collect_children(cls, call.args[1], facts, _constant_str(call.args[0]) or "", guards)
-                elif (imports.qualify(call.func) or "").startswith(_PARAMETRIZATIONS) and call.args:
-                    facts.parametrizations.append(Parametrization(call, _self_attribute(call.args[0], self_name) or ""))
+                    facts.owned.append(
+                        OwnedTensor(name, "parameter", None if tensor is _NOT_A_PARAMETER else tensor, statement,
+                                    guards=guards.get(id(call), ()))
+                    )
+            elif _is_self_call(call, ("add_module", "register_module"), self_name) and len(call.args) >= 2:
+                self._collect_children(cls, call.args[1], facts, _constant_str(call.args[0]) or "", guards)
+            elif (imports.qualify(call.func) or "").startswith(_PARAMETRIZATIONS) and call.args:
+                facts.parametrizations.append(Parametrization(call, _self_attribute(call.args[0], self_name) or ""))
+
+    def _collect_init_calls(self, init: FunctionNode, imports, self_name: str, facts: ModuleFacts) -> None:
         # nn.init.xxx_(self.attr, ...) after the assignment re-initialises the same tensor.
         owned_names = {tensor.attribute: index for index, tensor in enumerate(facts.owned)}
         for call in _calls_in_order(init):
@@ -526,6 +565,201 @@ def library_runs(cls: LibraryClass, name: str) -> RunsModule:
     if verdict.runs is None:
         return RunsModule(True, verdict.reason, certain=False)
     return RunsModule(verdict.runs, verdict.reason)
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A statement of an `__init__` that stores into `self` (or adds FAB002 items)."""
+
+    statement: ast.stmt
+    attribute: str  # the one attribute it binds ("" when none or several: it replaces nothing)
+    items: tuple  # (list name, index) of what it added to the ModuleFacts
+    guards: tuple  # the branches it runs in (guards_of)
+
+
+class _InitChain:
+    """Which `__init__`s run for one instance of a class, and which of what they build the instance
+    still holds at the end: an attribute assigned again replaces the module or tensor it held (what
+    nn.Module.__setattr__ does), unless the earlier one may still be reachable another way.
+
+    Followed: `super().__init__(...)`, `super(Cls, self).__init__(...)` and `Base.__init__(self, ...)`
+    on classes with one base each along the MRO (the MRO here is depth-first: C3 differs only with
+    several bases). A library class's `__init__` (`nn.Module.__init__(self)`) runs none of the
+    project's `__init__`s after it. Anything else (no such call, another shape, `__init__` named
+    otherwise) leaves the question open: dropped() is None."""
+
+    def __init__(self, resolver: ClassResolver, mro: list, writes: dict[int, list[_Write]]) -> None:
+        self.resolver = resolver
+        self.mro = mro
+        self.writes = writes
+        self.positions = {id(ref.node): index for index, ref in enumerate(mro) if isinstance(ref, ClassInfo)}
+
+    def dropped(self) -> set | None:
+        """(list name, index) of the items no instance holds, or None when the chain is not known."""
+        for ref in self.mro:
+            if isinstance(ref, ClassInfo) and (len(ref.node.bases) > 1 or ref.node.keywords
+                                              or "__init__" in ref.class_attributes()):
+                return None
+        start = self._next_init(0)
+        if start is None:
+            return set()
+        if start < 0:
+            return None
+        ran: list[tuple[_Write, tuple]] = []
+        visited: set[int] = set()
+        if not self._run(start, (), ran, visited, 0):
+            return None
+        dropped = {item for position, writes in self.writes.items() if position not in visited
+                   for write in writes for item in write.items}
+        aliased = set()
+        for position in visited:
+            aliased |= _whole_attribute_reads(self.mro[position].methods()["__init__"])
+        held: dict[str, list[tuple[_Write, frozenset]]] = {}
+        for write, guards in ran:
+            if not write.attribute or write.attribute in aliased:
+                continue
+            conditions = frozenset((id(test), outcome) for test, outcome in guards)
+            earlier = held.setdefault(write.attribute, [])
+            for previous in [entry for entry in earlier if conditions <= entry[1]]:
+                earlier.remove(previous)  # wherever the earlier assignment ran, this one ran after it
+                dropped.update(previous[0].items)
+            earlier.append((write, conditions))
+        return dropped
+
+    def _next_init(self, position: int) -> int | None:
+        """The first class from `position` on whose `__init__` is the project's: its position; None
+        when none is left; -1 when a class that may run one of them comes first (unknown, library)."""
+        for index in range(position, len(self.mro)):
+            ref = self.mro[index]
+            if isinstance(ref, ClassInfo):
+                if index in self.writes:
+                    return index
+                continue
+            return -1 if any(later in self.writes for later in range(index, len(self.mro))) else None
+        return None
+
+    def _run(self, position: int, guards: tuple, ran: list, visited: set, depth: int) -> bool:
+        """Run the `__init__` of the class at `position` (its writes into `ran`, in order, with the
+        branches that lead to them); False when a call it makes to a base's `__init__` is not known."""
+        if position in visited:
+            return True
+        if depth > len(self.mro):
+            return False
+        visited.add(position)
+        ref = self.mro[position]
+        init = ref.methods()["__init__"]
+        calls = _base_init_calls(init)
+        if calls is None:
+            return False
+        own_guards = guards_of(init)
+        events = [(w.statement.lineno, w.statement.col_offset, 0, w) for w in self.writes[position]]
+        events += [(c.lineno, c.col_offset, 1, c) for c in calls]
+        if not calls and self._next_init(position + 1) is not None:
+            return False  # no call to a base's __init__ that we read, yet one the bases define
+        for _, _, kind, event in sorted(events, key=lambda e: e[:3]):
+            if kind == 0:
+                ran.append((event, guards + event.guards))
+                continue
+            target = self._target(ref, init, event)
+            if target is None:
+                return False
+            if target == -2:
+                continue  # a library class's __init__: no project __init__ after it
+            if not self._run(target, guards + own_guards.get(id(event), ()), ran, visited, depth + 1):
+                return False
+        return True
+
+    def _target(self, ref: ClassInfo, init: FunctionNode, call: ast.Call) -> int | None:
+        """The position of the `__init__` a base-init call runs; -2 for a library class's `__init__`
+        after which no project `__init__` is left; None when not known."""
+        self_name = init.args.args[0].arg if init.args.args else ""
+        func = call.func
+        receiver = func.value
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            if not receiver.args:
+                after = self.positions.get(id(ref.node))
+            elif len(receiver.args) == 2 and isinstance(receiver.args[1], ast.Name) and receiver.args[1].id == self_name:
+                named = self.resolver.resolve(ref.source, receiver.args[0])
+                after = self.positions.get(id(named.node)) if isinstance(named, ClassInfo) else None
+            else:
+                return None
+            if after is None:
+                return None
+            found = self._next_init(after + 1)
+            return -2 if found is None else (None if found < 0 else found)
+        if not (call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == self_name):
+            return None
+        named = self.resolver.resolve(ref.source, receiver)
+        if isinstance(named, LibraryClass):
+            return -2  # `nn.Module.__init__(self)`: with one base each, no project class follows a library one
+        if not isinstance(named, ClassInfo) or id(named.node) not in self.positions:
+            return None
+        found = self._next_init(self.positions[id(named.node)])
+        return -2 if found is None else (None if found < 0 else found)
+
+
+def _base_init_calls(init: FunctionNode) -> list[ast.Call] | None:
+    """The calls `X.__init__(...)` in an `__init__`, in source order; None when `__init__` is named
+    in another way (`init = super().__init__`, `getattr(self, "__init__")`): what runs is then not
+    read. Found once per function."""
+    cached = init.__dict__.get("_fabric_lsp_base_init_calls", False)
+    if cached is not False:
+        return cached
+    called = {id(node.func) for node in walk(init) if isinstance(node, ast.Call)}
+    found: list[ast.Call] | None = []
+    for node in walk(init):
+        if isinstance(node, ast.Attribute) and node.attr == "__init__" and id(node) not in called \
+                or isinstance(node, ast.Constant) and node.value == "__init__":
+            found = None
+            break
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            found.append(node)
+    if found is not None:
+        found.sort(key=lambda node: (node.lineno, node.col_offset))
+    init.__dict__["_fabric_lsp_base_init_calls"] = found
+    return found
+
+
+def _whole_attribute_reads(init: FunctionNode) -> set[str]:
+    """Attributes of `self` an `__init__` reads as whole objects (`self.other = self.head`,
+    `nn.Sequential(self.head)`): the module they hold may stay reachable after they are assigned
+    again. Reading through them (`self.head.weight`, `self.head(x)`) keeps nothing."""
+    cached = init.__dict__.get("_fabric_lsp_whole_reads")
+    if cached is not None:
+        return cached
+    self_name = init.args.args[0].arg if init.args.args else ""
+    found: set[str] = set()
+    for node in walk(init):
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) and isinstance(child.value, ast.Name)
+                    and child.value.id == self_name):
+                if isinstance(node, ast.Attribute) and node.value is child:
+                    continue
+                if isinstance(node, ast.Call) and node.func is child:
+                    continue
+                found.add(child.attr)
+    init.__dict__["_fabric_lsp_whole_reads"] = found = frozenset(found)
+    return found
+
+
+def _written_attribute(statement: ast.stmt, self_name: str) -> str | None:
+    """The one attribute of `self` a statement binds: `self.x = ...`, `self.register_buffer("x", ...)`,
+    `add_module("x", ...)`; "" for several (`self.a = self.b = ...`); None for none."""
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if statement.value is None:
+            return None
+        names = [_self_attribute(target, self_name) for target in targets]
+        if any(isinstance(target, (ast.Tuple, ast.List)) for target in targets):
+            return ""
+        names = [name for name in names if name is not None]
+        return names[0] if len(names) == 1 and len(targets) == 1 else ("" if names else None)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if _is_self_call(call, ("register_buffer", "register_parameter", "add_module", "register_module"), self_name) \
+                and call.args:
+            return _constant_str(call.args[0]) or ""
+    return None
 
 
 _NOT_A_PARAMETER = object()

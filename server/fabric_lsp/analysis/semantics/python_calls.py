@@ -94,9 +94,9 @@ class PythonCalls:
                 result = result | JUST_UNKNOWN
                 break
             if isinstance(callee, _Receivers):
-                result = result | self._tagged(self._call_function(
+                result = result | self._tagged(_built_by_receivers(callee.function.scope, callee.receivers, self._call_function(
                     callee.function.scope, [(False, callee.receivers)] + call.args, call.kwargs, call.node, call.frame
-                ), call)
+                )), call)
             else:
                 result = result | self.call_value(callee, call)
         return result
@@ -136,9 +136,9 @@ class PythonCalls:
                 if isinstance(callee.receiver, Class) and self._ask("external_classmethod_returns_cls", function):
                     return self._tagged(frozenset({Instance(callee.receiver)}), call)
                 return JUST_UNKNOWN
-            return self._tagged(self._call_function(
+            return self._tagged(_built_by_receivers(function.scope, frozenset({callee.receiver}), self._call_function(
                 function.scope, [(False, frozenset({callee.receiver}))] + call.args, call.kwargs, call.node, call.frame
-            ), call)
+            )), call)
         if isinstance(callee, Class):
             return self._construct(callee, call)
         if isinstance(callee, Lib):
@@ -483,6 +483,51 @@ class PythonCalls:
         if method in ("values", "copy"):
             return frozenset({container})
         return JUST_UNKNOWN
+
+
+def _built_by_receivers(scope: ir.Scope, receivers: frozenset, result: frozenset) -> frozenset:
+    """A factory classmethod's summary joins every class it was called on (`cls` holds them all):
+    `Base.from_name(...)` returns what `cls(...)` builds for this call's receivers only. Read so only
+    when every `return` of the classmethod is `cls(...)` and `cls` is never bound again."""
+    if scope.kind != ir.FUNCTION or scope.class_scope is None or scope.method_kind != "classmethod" \
+            or not any(isinstance(v, Instance) for v in result) or not _returns_only_cls(scope.node):
+        return result
+    classes = {receiver for receiver in receivers if isinstance(receiver, Class)}
+    if len(classes) != len(receivers):
+        return result
+    return frozenset(v for v in result if not (isinstance(v, Instance) and isinstance(v.cls, Class) and v.cls not in classes))
+
+
+def _returns_only_cls(node: ast.AST) -> bool:
+    """Is every `return` of this function (not of functions inside it) `return <first parameter>(...)`,
+    with that parameter never bound again? Found once per function."""
+    cached = node.__dict__.get("_fabric_lsp_returns_only_cls")
+    if cached is not None:
+        return cached
+    found = False
+    arguments = getattr(node, "args", None)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and arguments.args:
+        first = arguments.args[0].arg
+        returns = []
+        rebound = False
+        pending = list(node.body)
+        while pending:
+            inner = pending.pop()
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                rebound = rebound or inner.name == first if not isinstance(inner, ast.Lambda) else rebound
+                continue
+            if isinstance(inner, ast.Return):
+                returns.append(inner)
+            elif isinstance(inner, ast.Name) and inner.id == first and not isinstance(inner.ctx, ast.Load):
+                rebound = True
+            elif isinstance(inner, (ast.Global, ast.Nonlocal)) and first in inner.names:
+                rebound = True
+            pending.extend(ast.iter_child_nodes(inner))
+        found = bool(returns) and not rebound and all(
+            isinstance(r.value, ast.Call) and isinstance(r.value.func, ast.Name) and r.value.func.id == first
+            for r in returns)
+    node.__dict__["_fabric_lsp_returns_only_cls"] = found
+    return found
 
 
 class _Receivers(tuple):

@@ -303,14 +303,15 @@ class PythonClasses:
                 self._event("meta_build", call, values=frozenset({made}))
         frame.constructed = call.node
         init = None
-        for ref in mro:
+        for index, ref in enumerate(mro):
             if isinstance(ref, Class) and not ref.external:
                 if self._ask("class_binds", ref, "__init__"):
                     init = [v for v in self.read(("classattr", ref, "__init__")) if isinstance(v, Function)]
                     break
-                fields = self._ask("dataclass_fields", ref)
+                fields = self._inherited_fields(mro[index:])
                 if fields is not None:
-                    self._dataclass_fields(ref, fields, call)
+                    # the instance's fields (read on its class), the dataclass bases' fields first
+                    self._dataclass_fields(cls, fields, call)
                     break
             elif isinstance(ref, Lib):
                 break
@@ -318,6 +319,19 @@ class PythonClasses:
             if not function.external:
                 self._call_function(function.scope, [(False, frozenset({receiver}))] + call.args, call.kwargs, call.node, frame)
         return frozenset({made})
+
+    def _inherited_fields(self, mro) -> tuple[str, ...] | None:
+        """The fields of the `__init__` a dataclass generates, from its MRO (it first): those of its
+        dataclass bases first, each where it was first declared, then its own; None when it is no
+        dataclass."""
+        if self._ask("dataclass_fields", mro[0]) is None:
+            return None
+        found: dict[str, None] = {}
+        for ref in reversed(mro):
+            if isinstance(ref, Class) and not ref.external:
+                for name in self._ask("dataclass_fields", ref) or ():
+                    found.setdefault(name, None)
+        return tuple(found)
 
     def _dataclass_fields(self, cls: Class, fields: tuple[str, ...], call: "_Call") -> None:
         """A dataclass built by `call`: its fields get the arguments, the rest their defaults (a config
@@ -353,7 +367,7 @@ class PythonClasses:
         """What a dataclass field holds when its constructor is not given it: the class body's value,
         or what `field(default=...)` / `field(default_factory=...)` makes (the factory is called)."""
         found = set()
-        for value in self.read(("classattr", cls, name)):
+        for value in self.lookup_class_attribute(cls, name)[1]:
             if isinstance(value, Special) and value.kind == "dataclass_field":
                 found.update(self.read(("field_default", value.extra)))
                 factory_call = _Call(call.node, None, [], [], call.frame, call.depth + 1)
@@ -379,10 +393,11 @@ class PythonClasses:
                 self.write(("element", site, ANY_KEY), JUST_UNKNOWN)
                 self.write(("elements", site), JUST_UNKNOWN)
                 continue
-            for ref in self.mro(cls):
+            mro = self.mro(cls)
+            for index, ref in enumerate(mro):
                 if not isinstance(ref, Class) or ref.external:
                     continue
-                fields = self._ask("dataclass_fields", ref)
+                fields = self._inherited_fields(mro[index:])
                 if fields is None:
                     continue
                 for field_name in fields:
