@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass
 from fabric_lsp.analysis.imports import ImportTable, normalize_torch_name
@@ -30,6 +30,9 @@ class Offender:
     # In a library model (the tables): the other modules without reset_parameters, after this first
     # one (the one materialization names): the model is reported once, its classes cannot be edited.
     others: tuple[str, ...] = ()
+    # The branches of `__init__`s on the way to it that the program's values may take or not (a flag
+    # read from the command line, a config chosen at run time): it is built only when they are taken.
+    chosen_when: tuple[str, ...] = ()
 
 
 def patched_classes(sources) -> set[str]:
@@ -101,9 +104,16 @@ class MetaAnalyzer:
 
     # -- the module tree ------------------------------------------------------------------------------
     def offenders(self, cls: ClassRef, call: ast.Call, source: SourceFile, depth: int = 0, seen: set | None = None,
-                  path: tuple[str, ...] = ()) -> list[Offender]:
+                  path: tuple[str, ...] = (), chosen_when: tuple[str, ...] = ()) -> list[Offender]:
         """Classes in the tree built by `call` that own tensors but lack reset_parameters, each with the
-        attribute path from the root (`blocks[...]`, `attn`)."""
+        attribute path from the root (`blocks[...]`, `attn`) and the run-time choices it is built under."""
+        found = self._offenders(cls, call, source, depth, seen, path)
+        if chosen_when:
+            found = [replace(offender, chosen_when=chosen_when + offender.chosen_when) for offender in found]
+        return found
+
+    def _offenders(self, cls: ClassRef, call: ast.Call, source: SourceFile, depth: int, seen: set | None,
+                   path: tuple[str, ...]) -> list[Offender]:
         seen = set() if seen is None else seen
         if cls is None or depth > _MAX_TREE_DEPTH:
             return []
@@ -150,11 +160,16 @@ class MetaAnalyzer:
         owned = tuple(tensor for tensor in module_facts.owned if self.modules.taken(tensor.guards))
         owns = bool(owned) or self._library_base_owns(cls)
         if owns and self.resolver.has_reset_parameters(cls) is False:
-            found.append(Offender(cls, cls.name, source, call, owned, path))
+            own_choice: tuple[str, ...] = ()
+            if owned and not self._library_base_owns(cls) and all(self.modules.chosen_at_run_time(t.guards) for t in owned):
+                # every tensor it owns is made in a branch chosen at run time
+                own_choice = (f"`self.{owned[0].attribute}` is created (a branch of `__init__` chosen at run time)",)
+            found.append(Offender(cls, cls.name, source, call, owned, path, chosen_when=own_choice))
         for child in module_facts.children:
             if not self.modules.taken(child.guards):
                 continue
-            found.extend(self.offenders(child.cls, child.call, child.source, depth + 1, seen, path + (child.attribute,)))
+            found.extend(self.offenders(child.cls, child.call, child.source, depth + 1, seen, path + (child.attribute,),
+                                        self.modules.choices(child.guards, child.source)))
         for parametrized in module_facts.parametrizations:
             found.append(Offender(LibraryClass("torch.nn.utils.parametrize.ParametrizationList"), "ParametrizationList",
                                   cls.source, parametrized.call, (), path + (parametrized.attribute, "parametrizations")))

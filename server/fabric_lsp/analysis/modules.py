@@ -452,6 +452,18 @@ class ModuleAnalyzer:
             return True
         return all(self.flow.branch_taken(test, outcome) for test, outcome in guards)
 
+    def chosen_at_run_time(self, guards: tuple) -> bool:
+        """Is one of the branches these guards name decided by a value the program does not state (a
+        flag from the command line, a config read at run time)? Without the value flow: no (as `taken`)."""
+        return self.flow is not None and any(self.flow.test_chosen_at_run_time(test) for test, _ in guards)
+
+    def choices(self, guards: tuple, source: SourceFile) -> tuple[str, ...]:
+        """Those guards, as "`test` is true" (`source`: where the tests are written)."""
+        if self.flow is None:
+            return ()
+        return tuple(f"`{source.segment(test)}` is {'true' if outcome else 'false'}" for test, outcome in guards
+                     if self.flow.test_chosen_at_run_time(test))
+
     def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts,
                       writes: list[_Write] | None = None) -> None:
         """What one `__init__` builds, added to `facts`; each statement that stores into `self`, with

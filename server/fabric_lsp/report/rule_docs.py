@@ -123,7 +123,10 @@ PROSE: dict[str, RuleProse] = {
             "a single device or DeepSpeed (it only skips the initializers there: nothing is materialized); under "
             "ModelParallel, a model whose weights the program sets after setup (`model.reset_parameters()`, "
             "`model.apply(init_fn)`, a loaded checkpoint); and a layer `__init__` builds only under a flag the "
-            "program leaves off (`Smear(config) if config.use_smear else nn.Identity()`, `use_smear` False)."
+            "program leaves off (`Smear(config) if config.use_smear else nn.Identity()`, `use_smear` False). "
+            "A layer built only under a flag whose value the program does not state (a command-line argument, a "
+            "config read at run time) is a warning that names the condition (`when config.use_smear is true`), "
+            "never an error."
         ),
         fix=(
             "Adds `reset_parameters()` to the class, re-creating each tensor as the constructor does; gives "

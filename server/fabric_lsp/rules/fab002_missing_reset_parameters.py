@@ -61,7 +61,10 @@ def check(facts: ProgramFacts) -> list[Finding]:
             # Error: the exception is certain for the strategy the code states. ModelParallel raises
             # nothing (uninitialised weights: a warning), and a strategy chosen at run time is never
             # an error, whatever it may be.
-            certain = model.meta_certain and any(m.certain for m in model.materializations) and model.classes_at_materialization == 1
+            # So is a module the model builds only in a branch of `__init__` the program's values may
+            # not take (a flag or config read at run time).
+            certain = (model.meta_certain and any(m.certain for m in model.materializations)
+                       and model.classes_at_materialization == 1 and not offender.chosen_when)
             severity = Severity.ERROR if certain else Severity.WARNING
             key = (span.path, span.start, offender.name)
             if key in findings:
@@ -142,6 +145,8 @@ def _message(facts: ProgramFacts, model: MetaModelFact, offender: Offender, how:
         conditions.append("if the strategy chosen at run time is FSDP/ModelParallel")
     if model.classes_at_materialization > 1:
         conditions.append(f"when the model built is a `{model.cls.name}`")
+    if offender.chosen_when:
+        conditions.append("when " + " and ".join(dict.fromkeys(offender.chosen_when)))
     certainty = f" ({'; '.join(conditions)})" if conditions else ""
     others = ""
     if offender.others:

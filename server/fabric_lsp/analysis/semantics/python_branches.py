@@ -119,6 +119,12 @@ class PythonBranches:
         values = self.peek(("test", node))
         return not values or UNKNOWN in values or any(_truth(v) == outcome for v in values)
 
+    def test_chosen_at_run_time(self, node) -> bool:
+        """After the solve: does the test at `node` (in an `__init__`) take a value the program does not
+        state (a command-line flag, a config read at run time), or none the solve saw?"""
+        values = self.peek(("test", node))
+        return not values or UNKNOWN in values
+
     def feasible(self, variant) -> bool:
         """After the solve: can the program's values take this case of a split? (A case whose
         condition only ever holds constants of the other truth value is a branch never taken.)"""
