@@ -100,7 +100,7 @@ test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 test:
 	@$(MAKE) --no-print-directory -j3 -O test-deps
 	cd vscode-client && npm test
-	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 3 --dist loadgroup -q --durations=30
+	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30
 
 clean:
 	rm -rf $(VENV) .pytest_cache vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix

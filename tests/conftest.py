@@ -35,7 +35,7 @@ def precommit_hook(tmp_path_factory):
 
 # Set-ups that are built once per pytest process and cost many seconds (tests/editors/test_vscode.py's
 # .vsix and its workbench sessions, one at a time behind a lock; pre-commit's hook environment; the torch
-# tables' regeneration; a built wheel). Under `pytest -n 3 --dist loadgroup` (make test) the tests that use
+# tables' regeneration; a built wheel). Under `pytest -n 2 --dist loadgroup` (make test) the tests that use
 # one of them go to one worker, so the set-up is made once instead of once per worker, and no worker waits
 # on another's workbench lock. Without --dist loadgroup the mark does nothing.
 SHARED_SETUPS = {

@@ -31,6 +31,7 @@ CROSS_FILE = (
     "fab002_block_in_other_module",
     "fab002_flow_init_module_class_elsewhere",
     "fab002_flow_meta_factory_class_elsewhere",
+    "fab002_subclass_init_runs_base",
 )
 # Cross-file fixes with no in-file alternative: FAB004's edit of a computed name's literal, written in the
 # caller's file (the helper that builds the name has nothing to correct).
