@@ -380,10 +380,9 @@ class FabricSemantics:
             if scope is None:
                 return None, None  # a library class between them: what it defines is not read
             passed_on = self._precision_passed_on(scope)
+            overrides = overrides or any(isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                         and statement.name == "backward" for statement in scope.node.body)
             for node in ast.walk(scope.node):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "backward" \
-                        and node in scope.node.body:
-                    overrides = True
                 names = (getattr(node, "id", None), getattr(node, "attr", None), getattr(node, "arg", None),
                          getattr(node, "name", None) if not isinstance(node, ast.ClassDef) else None)
                 if any(name in ("precision", "_precision") for name in names) and id(node) not in passed_on:
