@@ -55,6 +55,23 @@ def test_a_project_that_starts_other_scripts_with_fabric_run_gets_a_hint(tmp_pat
     assert finding["severity"] == "hint" and "fabric run" in finding["message"]
 
 
+def test_commands_of_a_repository_beside_ours_are_not_ours(tmp_path):
+    """A folder without markers reads its parent's folders (a script folder of a repository whose README is
+    one level up), but a folder there that is its own repository (`.git`) documents its own scripts.
+    Found by CI at stop 32: a test's README beside another test's folder turned that test's warning into a hint."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    mine.mkdir()
+    (mine / "train.py").write_text(SCRIPT)
+    theirs.mkdir()
+    (theirs / "README.md").write_text("Start it with `fabric run --devices 2 other.py`.\n")
+    (theirs / "other.py").write_text("print('other')\n")
+    (finding,) = _check(mine, "train.py")
+    assert finding["severity"] == "hint"  # one project: its README starts another of its scripts with the CLI
+    (theirs / ".git").mkdir()
+    (finding,) = _check(mine, "train.py")
+    assert finding["severity"] == "warning"
+
+
 def test_an_edited_readme_is_seen_by_the_cached_check(tmp_path):
     folder = _project(tmp_path, None)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "server"))

@@ -77,6 +77,7 @@ def test_page_content_is_true(code, tmp_path):
     invalid = module.invalid[PROSE[code].example].lstrip("\n")
     assert example + "\n" == re.sub(r"[ \t]*# expect: .*$", "", invalid, flags=re.M)
     assert "# expect" not in page
+    (tmp_path / ".git").mkdir()  # a project of its own: no other test's README beside it is read as ours
     source = tmp_path / "example.py"
     found = [f for f in check_source(str(source), example + "\n", Config(hints=True)) if f.code == code]
     labelled = len(re.findall(rf"# expect: {code} ", invalid))

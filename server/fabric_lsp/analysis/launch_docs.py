@@ -91,6 +91,10 @@ def _scan(root: str) -> LaunchDocuments:
     for folder in folders:
         if len(documents) >= MAX_DOCUMENTS:
             break
+        if os.path.lexists(os.path.join(folder, ".git")):
+            # Another repository (a checkout beside ours, a submodule): its commands start its scripts.
+            read.append((folder, disk_identity(folder)))
+            continue
         documents.extend(entry.path for entry in _listing(folder, budget, read)
                          if _is_document(entry.name) and entry.is_file(follow_symlinks=False))
     scripts: set[str] = set()
