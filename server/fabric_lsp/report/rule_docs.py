@@ -163,7 +163,9 @@ PROSE: dict[str, RuleProse] = {
         not_reported=(
             "`mark_forward_method(\"m\")` and `mark_forward_method(wrapped.module.m)` (a bound method); "
             "`type(wrapped).m` on the wrapper itself, which fails earlier with AttributeError on `_FabricModule` "
-            "(not this error)."
+            "(not this error); a mark inside a `try` of its own function whose `except` catches TypeError "
+            "(or `Exception`, a bare `except`, `contextlib.suppress(TypeError)`) and does not raise again: the "
+            "program expects the mark to fail and goes on without it."
         ),
         fix="Passes the method's name: `model.mark_forward_method(\"generate\")`.",
         fix_safety="Safe: the name marks the same method, on every strategy.",
@@ -192,7 +194,10 @@ PROSE: dict[str, RuleProse] = {
             "instance attribute holding a bound method (`self.decode = self._greedy`, or a function bound with "
             "`types.MethodType(f, self)` / `f.__get__(self)`) and a property that returns "
             "a bound method (Lightning checks `isinstance(getattr(module, name), MethodType)`, which holds for "
-            "it)."
+            "it). A mark inside a `try` of its own function whose `except` catches the error (AttributeError, "
+            "ValueError for `\"forward\"`, or `Exception`, a bare `except`, `contextlib.suppress(...)`) and does "
+            "not raise again: the program expects the mark to fail for some models and goes on without it "
+            "(a method that then stays unmarked is still FAB001's)."
         ),
         fix=(
             "Corrects a typo to the closest method name; removes a mark of `\"forward\"`; removes a mark of a "

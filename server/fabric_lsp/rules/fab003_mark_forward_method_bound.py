@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts, wrapped_paths
+from fabric_lsp.analysis.caught import catching_handler
 from fabric_lsp.analysis.values import Function, WrappedMethod
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path
@@ -31,6 +32,8 @@ def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
     if argument is None:
         return None
     source = facts.source(mark.path)
+    if catching_handler(source.tree, mark.node, "TypeError") is not None:
+        return None  # `try: ... except TypeError:` around it: the program goes on without the mark
     functions = [v for v in mark.values if isinstance(v, Function) and not v.external]
     wrapped_methods = [v for v in mark.values if isinstance(v, WrappedMethod)]
     method = None
@@ -120,6 +123,26 @@ class LM(nn.Module):
 fabric = Fabric(strategy="ddp")
 model = fabric.setup(LM())
 model.mark_forward_method(type(model).generate)
+''',
+    # A failing mark caught where it is made: the program goes on without it.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+fabric = Fabric(strategy="ddp")
+fabric.launch()
+model = fabric.setup(LM())
+try:
+    model.mark_forward_method(LM.generate)
+except (TypeError, AttributeError):
+    model.mark_forward_method("generate")
 ''',
 )
 

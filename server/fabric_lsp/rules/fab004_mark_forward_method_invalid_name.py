@@ -12,6 +12,7 @@ import ast
 import difflib
 
 from fabric_lsp.analysis import MarkFact, ProgramFacts
+from fabric_lsp.analysis.caught import catching_handler
 from fabric_lsp.analysis.classes import ClassInfo
 from fabric_lsp.analysis.literal_sources import LiteralFinder
 from fabric_lsp.analysis.values import Const
@@ -46,6 +47,9 @@ def check(facts: ProgramFacts) -> list[Finding]:
             names = sorted(v.value for v in mark.values if isinstance(v, Const) and v.kind == "str")
             computed = True
         for name in names:  # a computed argument may be given several names that raise: one finding each
+            error = "ValueError" if name == "forward" else "AttributeError"
+            if catching_handler(facts.source(mark.path).tree, mark.node, error) is not None:
+                continue  # `try: ... except AttributeError:` around it: the program goes on without the mark
             finding = _forward(facts, mark, computed) if name == "forward" else _not_a_method(facts, mark, name, computed)
             if finding is not None:
                 findings.append(finding)
@@ -291,6 +295,27 @@ fabric.launch()
 model = fabric.setup(LM())
 model.mark_forward_method("generate")
 model.mark_forward_method("build")
+''',
+    # The program expects the mark to fail for some models and goes on without it: nothing raises.
+    '''
+import contextlib
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+
+fabric = Fabric(strategy="ddp")
+fabric.launch()
+model = fabric.setup(LM())
+try:
+    model.mark_forward_method("generate")
+except AttributeError:
+    pass
+with contextlib.suppress(Exception):
+    model.mark_forward_method("forward")
 ''',
 )
 
