@@ -464,8 +464,7 @@ class ModuleAnalyzer:
         return tuple(f"`{source.segment(test)}` is {'true' if outcome else 'false'}" for test, outcome in guards
                      if self.flow.test_chosen_at_run_time(test))
 
-    def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts,
-                      writes: list[_Write] | None = None) -> None:
+    def _collect_init(self, cls: ClassInfo, init: FunctionNode, facts: ModuleFacts, writes: list[_Write]) -> None:
         """What one `__init__` builds, added to `facts`; each statement that stores into `self`, with
         the items it added (by list and index), appended to `writes` in source order."""
         imports = self.resolver.imports_of(cls.source)
@@ -474,20 +473,17 @@ class ModuleAnalyzer:
         statements = [node for node in ast.walk(init) if isinstance(node, ast.stmt)]
         statements.sort(key=lambda node: (node.lineno, node.col_offset))
         for statement in statements:
-            if writes is not None:
-                before = (len(facts.owned), len(facts.children), len(facts.parametrizations))
-                self._collect_statement(cls, statement, imports, self_name, guards, facts)
-                written = _written_attribute(statement, self_name)
-                items = tuple(
-                    (name, index)
-                    for name, start, items in (("owned", before[0], facts.owned), ("children", before[1], facts.children),
-                                               ("parametrizations", before[2], facts.parametrizations))
-                    for index in range(start, len(items))
-                )
-                if written is not None or items:
-                    writes.append(_Write(statement, written or "", items, guards.get(id(statement), ())))
-            else:
-                self._collect_statement(cls, statement, imports, self_name, guards, facts)
+            before = (len(facts.owned), len(facts.children), len(facts.parametrizations))
+            self._collect_statement(cls, statement, imports, self_name, guards, facts)
+            written = _written_attribute(statement, self_name)
+            items = tuple(
+                (name, index)
+                for name, start, items in (("owned", before[0], facts.owned), ("children", before[1], facts.children),
+                                           ("parametrizations", before[2], facts.parametrizations))
+                for index in range(start, len(items))
+            )
+            if written is not None or items:
+                writes.append(_Write(statement, written or "", items, guards.get(id(statement), ())))
         self._collect_init_calls(init, imports, self_name, facts)
 
     def _collect_statement(self, cls: ClassInfo, statement: ast.stmt, imports, self_name: str, guards: dict,
@@ -695,10 +691,7 @@ class _InitChain:
                 after = self.positions.get(id(named.node)) if isinstance(named, ClassInfo) else None
             else:
                 return None
-            if after is None:
-                return None
-            found = self._next_init(after + 1)
-            return -2 if found is None else (None if found < 0 else found)
+            return None if after is None else self._init_from(after + 1)
         if not (call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == self_name):
             return None
         named = self.resolver.resolve(ref.source, receiver)
@@ -706,7 +699,11 @@ class _InitChain:
             return -2  # `nn.Module.__init__(self)`: with one base each, no project class follows a library one
         if not isinstance(named, ClassInfo) or id(named.node) not in self.positions:
             return None
-        found = self._next_init(self.positions[id(named.node)])
+        return self._init_from(self.positions[id(named.node)])
+
+    def _init_from(self, position: int) -> int | None:
+        """What a call reaching the `__init__`s from `position` on runs, as _target says it."""
+        found = self._next_init(position)
         return -2 if found is None else (None if found < 0 else found)
 
 

@@ -513,8 +513,10 @@ def _returns_only_cls(node: ast.AST) -> bool:
         pending = list(node.body)
         while pending:
             inner = pending.pop()
-            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                rebound = rebound or inner.name == first if not isinstance(inner, ast.Lambda) else rebound
+            if isinstance(inner, ast.Lambda):
+                continue
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                rebound = rebound or inner.name == first  # `def cls(...)` binds the name; its body is its own
                 continue
             if isinstance(inner, ast.Return):
                 returns.append(inner)
