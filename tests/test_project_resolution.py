@@ -14,7 +14,7 @@ import jedi
 import pytest
 
 from fabric_lsp.analysis.program import plan_project, program_of
-from fabric_lsp.analysis.project import Resolver, declared_package_roots, scan_imports
+from fabric_lsp.analysis.project import Resolver, declared_package_roots, scan_imports, sys_path_literals
 from fabric_lsp.analysis.values import Class, Module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,13 +144,12 @@ def test_fixture_imports_resolve_to_the_case_files():
         resolver = Resolver(str(ROOT), lambda: tuple(sys.path))
         for path in case.rglob("*.py"):
             text = path.read_text()
-            for literal in ("src",):
-                if f'sys.path.insert(0, "{literal}")' in text:
-                    resolver.inserted[str(path)] = (literal,)
+            resolver.inserted[str(path)] = sys_path_literals(text)
             for item in scan_imports(text):
                 if item.module.split(".")[0] in ("torch", "lightning", "torchmetrics", "sys", "os", "json", "math",
                                                  "argparse", "functools", "dataclasses", "typing", "random",
-                                                 "__future__", "contextlib", "lightning_fabric", "collections", "importlib"):
+                                                 "__future__", "contextlib", "lightning_fabric", "collections", "importlib",
+                                                 "pathlib", "yaml", "hydra", "omegaconf"):
                     continue
                 location = resolver.resolve(item.module, str(path), item.level)
                 assert location is not None and str(case) in location.path, (path, item)

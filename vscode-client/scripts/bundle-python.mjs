@@ -38,6 +38,14 @@ try {
   const wheel = readdirSync(wheels).find((name) => name.endsWith(".whl"));
   if (!wheel) throw new Error("no wheel was built");
 
+  // PyYAML (the config-file reader) publishes no pure-Python wheel: build one from its source without the
+  // libyaml extension (PYYAML_FORCE_LIBYAML=0: its pure-Python safe loader, all the server uses).
+  run(["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-binary", "pyyaml",
+    "--wheel-dir", wheels, "pyyaml>=6"], { env: { ...process.env, PYYAML_FORCE_LIBYAML: "0" } });
+  if (!readdirSync(wheels).some((name) => /^pyyaml-.*-py3-none-any\.whl$/i.test(name))) {
+    throw new Error("no pure-Python PyYAML wheel was built");
+  }
+
   rmSync(libs, { recursive: true, force: true });
   // --python-version 3.10 checks Requires-Python against the oldest Python the server supports, but pip
   // evaluates dependency markers for the Python running it: the 3.10 backports are named here (cattrs needs
@@ -45,7 +53,7 @@ try {
   run([
     "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
     "--target", libs, "--python-version", "3.10", "--platform", "any", "--implementation", "py", "--abi", "none", "--only-binary=:all:", "--upgrade",
-    join(wheels, wheel), ...BACKPORTS_FOR_3_10,
+    "--find-links", wheels, join(wheels, wheel), ...BACKPORTS_FOR_3_10,
   ]);
   rmSync(join(libs, "bin"), { recursive: true, force: true });
 } finally {
@@ -65,7 +73,7 @@ if (compiled.length) {
   console.error(`bundle-python: compiled files in the bundle:\n${compiled.join("\n")}`);
   process.exit(1);
 }
-run(["-I", "-B", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(libs)}); import fabric_lsp.cli, pygls, lsprotocol, jedi; print("bundled:", fabric_lsp.__version__, "from", fabric_lsp.__file__)`]);
+run(["-I", "-B", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(libs)}); import fabric_lsp.cli, pygls, lsprotocol, jedi, yaml; print("bundled:", fabric_lsp.__version__, "from", fabric_lsp.__file__)`]);
 if (!existsSync(join(libs, "fabric_lsp", "records", "data"))) {
   console.error("bundle-python: the records (package data) are missing from the bundle");
   process.exit(1);

@@ -8,6 +8,7 @@ rules read: calls of methods on wrapped models with every way a wrapped model re
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import logging
 import re
@@ -15,18 +16,19 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.launch_docs import launch_documents
+from fabric_lsp.analysis.choice_reach import ChoiceReach
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
 from fabric_lsp.analysis.flow import Solver
 from fabric_lsp.analysis.flow_state import (
     MAX_ORDERED_WRAPS, Event, MetaTag, class_key, compatible, describe, site_key, sort_key,
 )
 from fabric_lsp.analysis.libraries import models as library_models
-from fabric_lsp.analysis.modules import ModuleAnalyzer, RunsModule
+from fabric_lsp.analysis.modules import Known, ModuleAnalyzer, RunsModule, literal
 from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import (
-    Bound, Class, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
+    Bound, Class, Const, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
 )
 from fabric_lsp.findings import Span
 
@@ -59,6 +61,7 @@ class Origin:
     target: ast.expr | None  # what the wrapped model is bound to there (`model`, `self._model`)
     fabrics: tuple[FabricValue, ...]
     models: tuple  # flow values of the module given to setup (Instance, UNKNOWN, ...)
+    when: str = ""  # the run-time choice the setup runs under ("when run with `--ddp`"), "" on the default run
 
     def target_text(self, source: SourceFile) -> str:
         return source.segment(self.target) if self.target is not None else "model"
@@ -92,6 +95,10 @@ class MethodCallFact:
     # run `receiver` is a Fabric wrapper (never the unwrapped module, never a value it cannot see):
     # only then is `receiver.mark_forward_method(...)` / `receiver.module` certain to exist there.
     receiver_always_wrapped: bool = False
+    when: str | None = None  # the run-time choice the call is made under ("" on the default run's way)
+    # What the call passes, over every way to it, as modules.Known values: ((per position), ((keyword,
+    # values), ...)); None when some way spreads `*args`/`**kwargs` (analysis/modules.runs_module_called_with).
+    arguments: tuple | None = ()
 
 
 @dataclass
@@ -104,6 +111,7 @@ class MarkFact:
     paths: list[WrappedPath]
     names: frozenset[str]
     values: frozenset  # the argument's flow values
+    when: str | None = None  # the run-time choice the mark is made under ("" on the default run's way)
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class BackwardFact:
     paths: list[BackwardPath] = field(default_factory=list)
     # Expressions naming a Fabric where the call is made: (text, Fabric objects) for the fix.
     fabric_names: list[tuple[str, frozenset]] = field(default_factory=list)
+    when: str | None = None  # the run-time choice the call is made under ("" on the default run's way)
 
 
 @dataclass
@@ -146,6 +155,7 @@ class SetupMisuseFact:
     detail: str  # what the argument is, or the strategy, for the message
     origin: Origin | None = None  # again: the setup that wrapped the model first
     method: str = "setup"
+    when: str = ""  # the run-time choice the call is made under ("" on the default run's way)
 
 
 @dataclass
@@ -182,6 +192,7 @@ class FabricUse:
     method: str
     functions: frozenset = frozenset()  # launch: the flow values of its function argument
     argument: ast.AST | None = None  # launch: the function argument as written
+    when: str = ""  # the run-time choice the call is made under ("" on the default run's way)
 
 
 @dataclass
@@ -215,6 +226,40 @@ class FabricFact:
             if launch.scope is not first.scope or _position(launch.node) < _position(first.node):
                 return None
         return first
+
+
+def _joined_arguments(known, found):
+    """The arguments of a call over its ways: per position and keyword, every value any way passes, as
+    modules.Known values (a constant, an object that is not None, or unknown). () before the first way."""
+    if found is None or known is None:
+        return None
+    positional, keywords = found
+    if any(values is None for values in positional) or any(name is None for name, _ in keywords):
+        return None  # `*args` / `**kwargs`: what lands where cannot be read
+    positional = tuple(frozenset(_known(v) for v in values) for values in positional)
+    keywords = {name: frozenset(_known(v) for v in values) for name, values in keywords}
+    if known == ():
+        return positional, tuple(sorted(keywords.items()))
+    old_positional, old_keywords = known
+    if len(old_positional) != len(positional) or {n for n, _ in old_keywords} != set(keywords):
+        return None  # ways that pass different parameters: not one binding
+    return (tuple(a | b for a, b in zip(old_positional, positional)),
+            tuple(sorted((name, values | keywords[name]) for name, values in old_keywords)))
+
+
+def _known(value):
+    if isinstance(value, Const):
+        return literal(value.value)
+    if isinstance(value, (Instance, Wrapped, FabricValue, Class, Container, Bound)):
+        return Known.OBJECT
+    return Known.UNKNOWN
+
+
+def _either_way(known: str | None, found: str) -> str:
+    """The choice a site is reached under, over every way to it: "" as soon as one way is the default run's."""
+    if known is None:
+        return found
+    return "" if not known or not found else known
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -261,6 +306,11 @@ class ProgramFacts:
     origins: dict[int, Origin] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     fabrics: list[FabricFact] = field(default_factory=list)
+    reach: ChoiceReach | None = None
+
+    def when(self, event: Event) -> str:
+        """The run-time choice an event happens under ("when run with `--sample`"), "" on the default run's way."""
+        return self.reach.when(event) if self.reach is not None else ""
 
     def source(self, path: str) -> SourceFile | None:
         return self.program.source_of(path)
@@ -353,7 +403,8 @@ def analyze(program) -> ProgramFacts:
     if solver.bound_hit:
         return facts  # the tables are not a fixed point: nothing that rests on them is reported
     events = solver.all_events()
-    origins = _origins(program, solver, events)
+    facts.reach = ChoiceReach(program, solver, events)
+    origins = _origins(program, solver, events, facts.reach)
     facts.origins, facts.events = origins, events
     _method_calls(facts, events, origins)
     _marks(facts, events, origins)
@@ -388,7 +439,7 @@ def _fabrics(facts: ProgramFacts, events: list[Event]) -> None:
                                                           _overrides_run(facts, fabric), cli,
                                                           _strategy_class(fabric.site))
         use = FabricUse(event.node, event.path, event.scope, event.statement, event.data.get("method", "launch"),
-                        event.data.get("functions", frozenset()), event.data.get("argument"))
+                        event.data.get("functions", frozenset()), event.data.get("argument"), facts.when(event))
         (fact.launches if event.kind == "launch" else fact.uses).append(use)
     for fact in by_site.values():
         for uses in (fact.uses, fact.launches):
@@ -430,10 +481,14 @@ def _overrides_run(facts: ProgramFacts, fabric: FabricValue) -> bool:
 
 
 # -- wrapped models -----------------------------------------------------------------------------------------
-def _origins(program, solver: Solver, events: list[Event]) -> dict[int, Origin]:
+def _origins(program, solver: Solver, events: list[Event], reach: ChoiceReach) -> dict[int, Origin]:
     found: dict[int, Origin] = {}
     for event in events:
-        if event.kind != "setup" or id(event.node) in found:
+        if event.kind != "setup":
+            continue
+        if id(event.node) in found:
+            if found[id(event.node)].when and not reach.when(event):
+                found[id(event.node)] = dataclasses.replace(found[id(event.node)], when="")
             continue
         site = event.node
         # A Fabric made in a case of a split that the program's values never take is not one it runs.
@@ -441,7 +496,7 @@ def _origins(program, solver: Solver, events: list[Event]) -> dict[int, Origin]:
                                 if isinstance(v, FabricValue) and solver.feasible(v.variant)), key=sort_key))
         models = tuple(sorted(solver.peek(("setup_module", site)), key=sort_key))
         found[id(site)] = Origin(site, event.path, event.scope, event.statement, _setup_target(event.statement, site),
-                                 fabrics, models)
+                                 fabrics, models, reach.when(event))
     return found
 
 
@@ -524,6 +579,8 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             fact = by_node[(id(event.node), method)] = MethodCallFact(
                 event.node, event.path, span_node, method, event.scope,
                 receiver_always_wrapped=always_wrapped[id(event.node)])
+        fact.when = _either_way(fact.when, facts.when(event))
+        fact.arguments = _joined_arguments(fact.arguments, event.data.get("arguments"))
         fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, wrapped) if p not in fact.paths)
     if order.notice:
         facts.notices.append(f"{facts.program.root}: {order.notice}")
@@ -564,6 +621,7 @@ def _marks(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin])
                           if p not in fact.paths)
         fact.names = fact.names | event.data["names"]
         fact.values = fact.values | event.data["arguments"]
+        fact.when = _either_way(fact.when, facts.when(event))
     facts.marks = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset))
 
 
@@ -579,6 +637,7 @@ def _backwards(facts: ProgramFacts, events: list[Event], origins: dict[int, Orig
         fact = by_node.get(id(event.node))
         if fact is None:
             fact = by_node[id(event.node)] = BackwardFact(event.node, event.path, event.scope)
+        fact.when = _either_way(fact.when, facts.when(event))
         for fabric in origin.fabrics:
             hooks, setting = facts.solver.backward_hook(fabric)
             path = BackwardPath(origin, fabric, hooks, setting)
@@ -620,7 +679,9 @@ def _setup_misuses(facts: ProgramFacts, events: list[Event], origins: dict[int, 
             if event.kind in ("setup_again", "no_backward_sync", "setup_dataloaders", "setup_optimizers"):
                 verdicts[key] = None
             continue
-        verdicts.setdefault(key, fact)
+        fact.when = facts.when(event)
+        known = verdicts.setdefault(key, fact)
+        known.when = _either_way(known.when, fact.when)
     found = [fact for fact in verdicts.values() if fact is not None]
     facts.setup_misuses = sorted(found, key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.kind))
 

@@ -79,6 +79,8 @@ from fabric_lsp.analysis.semantics.python_branches import _decider, _NO, PythonB
 from fabric_lsp.analysis.semantics.python_calls import PythonCalls
 from fabric_lsp.analysis.semantics.python_classes import PythonClasses
 from fabric_lsp.analysis.semantics.python_expressions import PythonExpressions
+from fabric_lsp.analysis.semantics.config_values import ConfigValues
+from fabric_lsp.analysis.semantics.run_choices import RunChoices
 from fabric_lsp.analysis.semantics.torch import TorchSemantics
 from fabric_lsp.analysis.values import (
     Class,
@@ -145,6 +147,8 @@ class Solver(
     PythonClasses,
     PythonCalls,
     PythonBranches,
+    RunChoices,
+    ConfigValues,
     TorchSemantics,
     LibraryCalls,
     FabricSemantics,
@@ -193,6 +197,8 @@ class Solver(
         self._split_files: dict[str, bool] = {}
         self._const_sets: dict = {}  # Const -> {Const}: one set per literal value of the program
         self._unroll_bodies: dict[int, tuple] = {}  # id(loop body IR) -> (worth unrolling, the body, kept alive)
+        self._test_parts: dict[int, list] = {}  # id(boolop IR) -> its operands' values, last evaluated
+        self._last_test_values: frozenset = frozenset()  # the values of the test _decide evaluated last
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:
@@ -414,7 +420,8 @@ class Solver(
     def _event_at(self, kind: str, node, frame: _Frame, **data) -> None:
         if frame.expecting and kind in _EXPECTED_KINDS:
             return  # `with pytest.raises(...)`: the error is what the test wants
-        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data, frame.variant))
+        self._events.append(Event(kind, node, frame.scope.path, frame.scope, frame.statement, data, frame.variant,
+                                  frame.guards))
 
 
 _STATEMENTS = {

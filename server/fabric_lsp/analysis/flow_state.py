@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.values import (
     Bound,
+    Choice,
     Class,
+    ConfigNode,
     Const,
     const,
     Container,
@@ -85,11 +87,14 @@ class Event:
     statement: ast.AST | None
     data: dict
     variant: object = None  # the cases the event was seen in: ((node, value), ...) (see the module doc)
+    # The run-time choices the event's branch is taken under in its scope ("when run with `--sample`"):
+    # empty on the default run's way (semantics/run_choices.py).
+    when: tuple = ()
 
 
 class _Frame:
     __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
-                 "variant", "decider", "written", "fresh", "in_loop", "constructed")
+                 "variant", "decider", "written", "fresh", "in_loop", "constructed", "guards")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -113,6 +118,7 @@ class _Frame:
         self.fresh: frozenset = frozenset()  # ("site", site) / ("var", name): made here, outside loops
         self.in_loop = False
         self.constructed: ast.AST | None = None  # the last constructor call of a project class
+        self.guards: tuple = ()  # the run-time choices this branch is taken under (semantics/run_choices.py)
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -131,6 +137,7 @@ class _Frame:
         other.fresh = self.fresh
         other.in_loop = self.in_loop
         other.constructed = None
+        other.guards = self.guards
         return other
 
     def merge(self, other: "_Frame") -> bool:
@@ -293,7 +300,9 @@ def _describe(value) -> str:
         return f"{value.path}:{value.qualname}:{value.line}"
     if isinstance(value, Const):
         return repr(value.value)
-    if isinstance(value, (Class, Module, Lib)):
+    if isinstance(value, ConfigNode) and value.document[0] == "text":  # its text is long: where it is written
+        return repr((value.document[0], value.document[1]) + tuple(value.document[3:]) + (value.keys, value.known))
+    if isinstance(value, (Class, Module, Lib, Choice, ConfigNode)):
         return repr(tuple(value))
     if isinstance(value, Function):
         scope = value.scope

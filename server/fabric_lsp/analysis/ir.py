@@ -265,7 +265,7 @@ class _Builder:
             return ("return", self.opt_expr(node.value, scope), node)
         if kind is ast.If:
             return ("if", self.expr(node.test, scope), self.statements(node.body, scope),
-                    self.statements(node.orelse, scope), node.test)
+                    self.statements(node.orelse, scope), node.test, node)
         if kind in (ast.For, ast.AsyncFor):
             return ("for", self.pattern(node.target, scope), self.expr(node.iter, scope),
                     self.statements(node.body, scope), self.statements(node.orelse, scope))

@@ -207,6 +207,24 @@ class ModuleAnalyzer:
         self._runs[key] = verdict
         return verdict
 
+    def runs_module_called_with(self, cls: ClassRef, name: str, arguments) -> RunsModule | None:
+        """The verdict for one call site when the arguments it passes decide branches of the method's body
+        (`sample(n)` draws from the prior; `sample(n, evidence=x)` runs the encoder): the body's calls
+        on the way those arguments take, with the others' defaults. None when the arguments decide
+        nothing (the method's one verdict holds). `arguments`: (positional values, keyword values) as
+        sets of `Known` values, None for one that cannot be seen."""
+        if not isinstance(cls, ClassInfo):
+            return None
+        owner, definition = self.resolver.find_attribute(cls, name)
+        if not isinstance(owner, ClassInfo) or not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or decorator_kind(definition) not in ("method",):
+            return None
+        bindings = _bind_arguments(definition, arguments)
+        if bindings is None or not _decides_something(definition, bindings):
+            return None
+        receiver = cls if cls is not owner else None
+        return self._body_runs_module(owner, definition, 0, receiver, calls=_reachable_calls(definition, bindings))
+
     def runs_bound_function(self, cls: ClassRef, function: FunctionNode, source: SourceFile | None) -> RunsModule:
         """A function of a module bound to an instance of `cls` at run time (`types.MethodType(f, obj)`,
         `f.__get__(obj)`): its body, run with its first parameter = the instance."""
@@ -219,13 +237,14 @@ class ModuleAnalyzer:
         return self._runs[key]
 
     def _body_runs_module(self, cls: ClassInfo, function: FunctionNode, depth: int,
-                          receiver: ClassInfo | None = None, source: SourceFile | None = None) -> RunsModule:
+                          receiver: ClassInfo | None = None, source: SourceFile | None = None,
+                          calls: list[ast.Call] | None = None) -> RunsModule:
         kinds, classes = self.attribute_kinds(cls)
         self_name = function.args.args[0].arg if function.args.args else "self"
         if decorator_kind(function) == "classmethod":
             self_name = ""  # `cls(...)` builds a new object; it runs nothing of this model
         local_modules = _local_module_names(function, self_name, kinds)
-        for node in _calls_in_order(function):
+        for node in _calls_in_order(function) if calls is None else calls:
             func = node.func
             # self(...)
             if isinstance(func, ast.Name) and func.id == self_name:
@@ -848,6 +867,148 @@ def guards_of(function: ast.AST) -> dict[int, tuple]:
         pending.extend((child, guards) for child in ast.iter_child_nodes(node))
     function.__dict__["_fabric_lsp_guards"] = found
     return found
+
+
+# -- one call site's arguments ------------------------------------------------------------------------------
+class Known:
+    """What a call site passes for one parameter, as far as the value flow tells: constants, and whether
+    some value is an object that is not None (a module, a tensor the program made)."""
+
+    OBJECT = "object"  # not None; its truth value unknown
+    UNKNOWN = "unknown"
+
+
+def _bind_arguments(function: FunctionNode, arguments) -> dict | None:
+    """Parameter name -> set of possible values (constants, Known.OBJECT, Known.UNKNOWN) for one call of the
+    method on an instance (self excluded); parameters not passed take their literal default. None when
+    the call spreads `*args`/`**kwargs` or passes a parameter the signature does not take by that name."""
+    if arguments is None:
+        return None
+    positional_values, keyword_values = arguments
+    params = function.args.posonlyargs + function.args.args
+    params = params[1:]  # self
+    defaults = dict(zip([p.arg for p in params][len(params) - len(function.args.defaults):], function.args.defaults))
+    defaults.update({p.arg: d for p, d in zip(function.args.kwonlyargs, function.args.kw_defaults) if d is not None})
+    bound: dict[str, frozenset] = {}
+    if len(positional_values) > len(params):
+        return None
+    for param, values in zip(params, positional_values):
+        bound[param.arg] = values
+    names = {p.arg for p in params} | {p.arg for p in function.args.kwonlyargs}
+    for name, values in keyword_values:
+        if name not in names:
+            return None
+        bound[name] = values
+    for name in names:
+        if name not in bound:
+            default = defaults.get(name)
+            if isinstance(default, ast.Constant):
+                bound[name] = frozenset({_Literal(default.value)})
+            else:
+                bound[name] = frozenset({Known.UNKNOWN})
+    return bound
+
+
+class _Literal(tuple):
+    """A constant value passed or defaulted (a tuple, so that True and 1 stay apart)."""
+
+    __slots__ = ()
+
+    def __new__(cls, value):
+        return tuple.__new__(cls, (type(value).__name__, value))
+
+    value = property(lambda self: self[1])
+
+
+def literal(value) -> "_Literal":
+    return _Literal(value)
+
+
+def _decides_something(function: FunctionNode, bindings: dict) -> bool:
+    return any(isinstance(node, (ast.If, ast.IfExp)) and _decide_test(node.test, bindings) is not None
+               for node in walk(function))
+
+
+def _decide_test(test: ast.AST, bindings: dict) -> bool | None:
+    """The truth of a branch's test on the values a call passes (three-valued: None when it cannot be told)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _decide_test(test.operand, bindings)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        results = [_decide_test(value, bindings) for value in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in results else True if all(r is True for r in results) else None
+        return True if True in results else False if all(r is False for r in results) else None
+    if isinstance(test, ast.Name) and test.id in bindings:
+        truths = {bool(v.value) if isinstance(v, _Literal) else None for v in bindings[test.id]}
+        return truths.pop() if len(truths) == 1 and None not in truths else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and test.left.id in bindings and isinstance(test.comparators[0], ast.Constant):
+        op, right = test.ops[0], test.comparators[0].value
+        results = set()
+        for value in bindings[test.left.id]:
+            if isinstance(op, (ast.Is, ast.IsNot)) and right is None:
+                if value == Known.OBJECT:
+                    same = False
+                elif isinstance(value, _Literal):
+                    same = value.value is None
+                else:
+                    return None
+                results.add(same if isinstance(op, ast.Is) else not same)
+            elif isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(value, _Literal):
+                equal = value.value == right and isinstance(value.value, bool) == isinstance(right, bool)
+                results.add(equal if isinstance(op, ast.Eq) else not equal)
+            else:
+                return None
+        return results.pop() if len(results) == 1 else None
+    return None
+
+
+def _reachable_calls(function: FunctionNode, bindings: dict) -> list[ast.Call]:
+    """The calls of the body on the way the call's arguments take: an `if` (or conditional expression) they
+    decide keeps its taken arm, and a taken arm that returns or raises ends the body there."""
+    calls: list[ast.Call] = []
+
+    def collect(node: ast.AST) -> None:
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.IfExp):
+                taken = _decide_test(current.test, bindings)
+                if taken is not None:
+                    pending.append(current.test)
+                    pending.append(current.body if taken else current.orelse)
+                    continue
+            if isinstance(current, ast.Call):
+                calls.append(current)
+            pending.extend(ast.iter_child_nodes(current))
+
+    def block(statements) -> bool:
+        for statement in statements:
+            if isinstance(statement, ast.If):
+                collect(statement.test)
+                taken = _decide_test(statement.test, bindings)
+                if taken is None:
+                    ends_body, ends_else = block(statement.body), block(statement.orelse)
+                    if ends_body and ends_else:
+                        return True
+                elif block(statement.body if taken else statement.orelse):
+                    return True
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                for item in statement.items:
+                    collect(item.context_expr)
+                if block(statement.body):
+                    return True
+                continue
+            collect(statement)
+            if isinstance(statement, (ast.Return, ast.Raise)):
+                return True
+        return False
+
+    block(function.body)
+    calls.sort(key=lambda node: (node.lineno, node.col_offset))
+    return calls
 
 
 def _calls_in_order(function: ast.AST) -> list[ast.Call]:

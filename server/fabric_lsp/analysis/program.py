@@ -31,6 +31,7 @@ from fabric_lsp.analysis.project import (
     is_origin,
     scan_imports,
     sys_path_literals,
+    config_imports,
 )
 from fabric_lsp.analysis.source import SourceFile, parse_file
 from fabric_lsp.sources.files import disk_identity
@@ -74,7 +75,8 @@ def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry 
         if decoded is None:
             return None
         text = decoded.text
-    entry = FileEntry(path, identity, text, is_origin(text), scan_imports(text), sys_path_literals(text))
+    entry = FileEntry(path, identity, text, is_origin(text), scan_imports(text) + config_imports(path, text),
+                      sys_path_literals(text))
     with _files_lock:
         _file_entries[path] = entry
     return entry
@@ -254,6 +256,44 @@ class Program:
             source = parse_file(path) if path.endswith(".py") else None
             self._external[path] = source if source is not None and source.tree is not None else None
         return self._external[path]
+
+    def config_file(self, script_path: str, text: str, kind: str) -> str | None:
+        """The configuration file a program opens by a literal path (`open("configs/train.yaml")`, or an
+        option's default): looked for from the script's folder, then from the project root; only a file
+        inside the project is read. The absolute path, or None."""
+        if not text or len(text) > 1000 or "\x00" in text:
+            return None
+        for base in (os.path.dirname(script_path), self.root):
+            candidate = os.path.normpath(os.path.join(base, os.path.expanduser(text) if text.startswith("~") else text))
+            if os.path.isfile(candidate) and (candidate + os.sep).startswith(self.root.rstrip(os.sep) + os.sep):
+                return candidate
+        return None
+
+    def config_document(self, key: tuple):
+        """A configuration read as data (analysis/config_files.py: the safe loader, bounded, inside the
+        project only), once per program: ("file", kind, path), ("text", kind, text, path, line) or ("hydra",
+        config folder, config name). The files it read are noted for the findings cache. None: nothing read."""
+        known = self.__dict__.setdefault("_config_documents", {})
+        if key in known:
+            return known[key]
+        from fabric_lsp.analysis import config_files  # PyYAML is imported only by programs that load configs
+
+        document = None
+        try:
+            if key[0] == "file":
+                document = config_files.load_data_file(key[2], self.root, kind=key[1])
+            elif key[0] == "text":
+                document = config_files.load_text(key[2], key[1], key[3], key[4])
+            elif key[0] == "hydra":
+                document = config_files.compose_hydra(key[1], key[2] or None, self.root)
+        except (OSError, ValueError, RecursionError, MemoryError):
+            document = None
+        if document is not None and key[0] != "text":
+            self.note_outside_reads((path, disk_identity(path)) for path in document.files)
+            if document.problem:
+                self.notices.append(f"{self.root}: {document.problem} (its values are unknown to the analysis)")
+        known[key] = document
+        return document
 
     def note_outside_reads(self, stamps) -> None:
         """Files read as text for an answer that are not program sources (the launch documents)."""

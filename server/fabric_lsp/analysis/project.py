@@ -42,7 +42,9 @@ ORIGIN_WORDS = ("Fabric", "LightningLite", "FullyShardedDataParallel", "_materia
 # typing_extensions: the backport of `typing`, whose names are typing constructs, never models (looking
 # `Self` up there parsed its 3,000-line module: 30 ms of a file's first analysis).
 OPAQUE_ROOTS = (frozenset(LIBRARY_ROOTS) | frozenset(getattr(sys, "stdlib_module_names", ()))
-                | {"builtins", "functools", "typing_extensions"})
+                | {"builtins", "functools", "typing_extensions"}
+                # Configuration readers whose calls semantics/config_values.py answers (never read nor run).
+                | {"yaml", "omegaconf", "hydra"})
 
 # Modules resolve() does not read: extension modules and stub-only modules.
 _COMPILED_SUFFIXES = (".so", ".pyd", ".pyi")
@@ -63,10 +65,161 @@ _SYS_PATH_LITERAL = re.compile(r"""sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\
 
 
 def sys_path_literals(text: str) -> tuple[str, ...]:
-    """Folders a script puts on sys.path by a literal: `sys.path.insert(0, "src")`."""
+    """Folders a script puts on sys.path: by a literal (`sys.path.insert(0, "src")`, relative to the folder
+    the script is started from), or by a path computed from `__file__` (`os.path.join(os.path.dirname(__file__),
+    "..")`, `Path(__file__).resolve().parents[2] / "lib"`), given relative to the script's folder."""
     if "sys.path" not in text:
         return ()
-    return tuple(dict.fromkeys(match.group(2) for match in _SYS_PATH_LITERAL.finditer(text)))
+    found = [match.group(2) for match in _SYS_PATH_LITERAL.finditer(text)]
+    if "__file__" in text and len(text) <= _MAX_PATH_SCAN:
+        found.extend(_file_relative_paths(text))
+    return tuple(dict.fromkeys(found))
+
+
+_MAX_PATH_SCAN = 1 << 20  # bytes of a file parsed to read its sys.path additions (larger: literals only)
+_PATH_FUNCTIONS = {"abspath", "realpath", "normpath", "expanduser", "str", "fspath", "resolve", "absolute",
+                   "Path", "PurePath", "as_posix"}
+
+
+def _file_relative_paths(text: str) -> list[str]:
+    """The folders `sys.path.insert/append(...)` adds when its argument is computed from `__file__` by
+    os.path and pathlib (names bound to such paths at the top of a function or module included), as
+    paths relative to the file's folder. Read from the syntax; nothing is run."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names: dict[str, tuple] = {}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _path_value(node.value, names, 0)
+            if value is not None:
+                names[node.targets[0].id] = value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("insert", "append") and _is_sys_path(node.func.value) and node.args:
+            value = _path_value(node.args[-1], names, 0)
+            if value is not None and value[0] == "dir":
+                found.append(value[1])
+    return found
+
+
+def _is_sys_path(node) -> bool:
+    import ast
+
+    return isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name) \
+        and node.value.id == "sys"
+
+
+def _path_value(node, names: dict, depth: int):
+    """("file", "") for `__file__`, ("dir", relative folder) for a folder relative to the file's, or None."""
+    import ast
+
+    if depth > 20:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id == "__file__":
+            return ("file", "")
+        return names.get(node.id)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return ("text", node.value)
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in _PATH_FUNCTIONS:
+            inner = node.args[0] if node.args else (func.value if isinstance(func, ast.Attribute) else None)
+            if name in ("resolve", "absolute", "as_posix") and isinstance(func, ast.Attribute):
+                inner = func.value
+            return _path_value(inner, names, depth + 1) if inner is not None else None
+        if name == "dirname" and len(node.args) == 1:
+            return _parent(_path_value(node.args[0], names, depth + 1))
+        if name == "join" and node.args:
+            parts = [_path_value(a, names, depth + 1) for a in node.args]
+            return _joined(parts)
+        return None
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        return _parent(_path_value(node.value, names, depth + 1))
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) and 0 <= node.slice.value < 20:
+        value = _path_value(node.value.value, names, depth + 1)
+        for _ in range(node.slice.value + 1):
+            value = _parent(value)
+        return value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _joined([_path_value(node.left, names, depth + 1), _path_value(node.right, names, depth + 1)])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # `ROOT + "/lib"`
+        left, right = _path_value(node.left, names, depth + 1), _path_value(node.right, names, depth + 1)
+        if left is not None and left[0] == "dir" and right is not None and right[0] == "text" and right[1][:1] in "/\\":
+            return _joined([left, ("text", right[1].lstrip("/\\"))])
+        return None
+    if isinstance(node, ast.JoinedStr) and len(node.values) == 2 and isinstance(node.values[0], ast.FormattedValue) \
+            and isinstance(node.values[1], ast.Constant) and str(node.values[1].value)[:1] in "/\\":
+        return _path_value(ast.BinOp(node.values[0].value, ast.Add(), node.values[1]), names, depth + 1)  # f"{ROOT}/lib"
+    return None
+
+
+def _parent(value):
+    if value is None:
+        return None
+    if value[0] == "file":
+        return ("dir", ".")
+    if value[0] == "dir":
+        return ("dir", os.path.normpath(os.path.join(value[1], "..")))
+    return None
+
+
+def _joined(parts):
+    """`os.path.join(folder, "a", "b")`, `folder / "a"`: a folder relative to the file's, or None."""
+    if not parts or any(p is None for p in parts) or parts[0][0] == "text" \
+            or any(p[0] != "text" for p in parts[1:]):
+        return None
+    if parts[0][0] == "file":  # `os.path.join(__file__, "..")`: the file's folder
+        joined = os.path.normpath(os.path.join("__file__", *(p[1] for p in parts[1:])))
+        return None if joined.split(os.sep)[0] == "__file__" else ("dir", joined)
+    return ("dir", os.path.normpath(os.path.join(parts[0][1], *(p[1] for p in parts[1:]))))
+
+
+_CONFIG_PATH = re.compile(r"""config_path\s*=\s*[ru]?(["'])([^"'\n]{0,300})\1""")
+_YAML_LITERAL = re.compile(r"""[ru]?(["'])([^"'\n]{1,300}\.ya?ml)\1""")
+_TARGET = re.compile(r"""^[ \t-]*_target_\s*:\s*["']?([A-Za-z_][\w.]*)""", re.M)
+_MAX_CONFIG_FILES = 200  # YAML files read for one script's `_target_` classes
+_MAX_CONFIG_SCAN = 1 << 20  # bytes read of each
+
+
+def config_imports(path: str, text: str) -> list:
+    """What a script that instantiates configurations (`hydra.utils.instantiate(cfg.model)`) imports through
+    their `_target_` strings: the modules named in the YAML files of its hydra config folder
+    (`config_path=...`) and of the YAML paths it names, read as text (bounded). Without them the class a
+    `_target_` builds would sit outside the script's program."""
+    if "instantiate" not in text or ("config_path" not in text and ".yaml" not in text and ".yml" not in text):
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    files: list[str] = []
+    for match in _CONFIG_PATH.finditer(text):
+        base = os.path.normpath(os.path.join(folder, match.group(2)))
+        for directory, subdirectories, names in os.walk(base):
+            subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
+            if directory.count(os.sep) - base.count(os.sep) > 6:
+                subdirectories[:] = []
+            files.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith((".yaml", ".yml")))
+            if len(files) >= _MAX_CONFIG_FILES:
+                break
+    for match in _YAML_LITERAL.finditer(text):
+        files.append(os.path.normpath(os.path.join(folder, match.group(2))))
+    found: dict[str, ScannedImport] = {}
+    for file in files[:_MAX_CONFIG_FILES]:
+        try:
+            with open(file, "rb") as handle:
+                content = handle.read(_MAX_CONFIG_SCAN).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for target in _TARGET.findall(content):
+            module, _, name = target.rpartition(".")
+            if module and name:
+                found.setdefault(target, ScannedImport(module, 0, (name,)))
+    return list(found.values())
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,34 @@ _MAX_SHARED_CONSTS = 8192
 _shared_consts: dict = {}
 
 
+class Choice(NamedTuple):
+    """A value chosen when the program is started: a command-line option (`args.sample`), an environment
+    variable (`os.environ.get("USE_DDP")`), a value of a config file the program reads (`cfg.strategy`),
+    or what the program computes from one (`args.mode == "sample"`: `ops` records the steps). It always
+    travels with UNKNOWN, so every question that reads values as before sees "unknown"; what reads it
+    on purpose (branches, messages) learns the value of the default run and how to name the choice."""
+
+    source: str  # "flag" | "env" | "config"
+    name: str  # "--sample", "USE_DDP", "model.name" (a key path of a config file)
+    default: object  # the default run's value as a Const; None when there is none (a required option)
+    where: str = ""  # config: the file it is read from (relative to the project), for messages
+    ops: tuple = ()  # what was computed from it: ("Eq", value), ("not",), ("int",), ... in order
+    t: str = "choice"
+
+
+class ConfigNode(NamedTuple):
+    """A mapping or list of a configuration the program loads (`yaml.safe_load(open("train.yaml"))`,
+    `OmegaConf.load(path)`, hydra's composed `cfg`, `json.loads("...")` of text written in the program),
+    at a key path. The document is the program's answer to `config_document(document)` (read as data,
+    bounded); its scalars are constants when the text is written in the program (`known`), and run-time
+    choices (Choice, with the file's value as the default run's) when it comes from a file."""
+
+    document: tuple  # ("file", kind, path) | ("text", kind, text, path, line) | ("hydra", folder, name)
+    keys: tuple = ()  # the key path from the document's root
+    known: bool = False
+    t: str = "confignode"
+
+
 class Lib(NamedTuple):
     """A name inside a library we answer for from tables (torch, lightning, torchmetrics, functools, builtins)."""
 

@@ -90,7 +90,8 @@ PROSE: dict[str, RuleProse] = {
             ("error", "the code states a wrapping strategy (`Fabric(strategy=\"ddp\")`, `devices=4`, ...) or "
                       "compiles the model before setup"),
             ("warning", "the strategy is not visible in the code (from argparse, a config file, the environment, "
-                        "a Fabric passed in) and the method raises under a wrapping one"),
+                        "a Fabric passed in) and the method raises under a wrapping one; or the call is made only "
+                        "under a run-time choice (`if args.sample:`), which the note names"),
             ("hint", "the stated strategy is single-device: it cannot raise today, but `fabric run --strategy ddp` "
                      "or `LT_STRATEGY` would make it raise (hints are off on the command line unless `--hints`)"),
         ),
@@ -266,9 +267,11 @@ PROSE: dict[str, RuleProse] = {
             ("warning", "the strategy the code states needs several processes (`ddp*`, `fsdp*`, `deepspeed*`, "
                         "`devices>1`, `num_nodes>1`, a strategy object), or the strategy is chosen at run time: "
                         "`python`, torchrun and srun raise, but `fabric run` would launch it, and how the script is "
-                        "started is not in the code"),
-            ("hint", "the machine decides (`Fabric()` with the default `devices=\"auto\"` on an accelerator that "
-                     "may have several devices, `\"dp\"` without an accelerator): one GPU runs, several raise"),
+                        "started is not in the code; and where the machine decides (`Fabric()` with the default "
+                        "`devices=\"auto\"` on an accelerator that may have several devices, `\"dp\"` without an "
+                        "accelerator): one GPU runs, several raise, and `fabric.launch()` is one line"),
+            ("hint", "the project's README or scripts start its other scripts with `fabric run` (this one likely "
+                     "too)"),
         ),
         fix_availability="Fix is sometimes available.",
     ),
@@ -437,6 +440,28 @@ def _checked_example(rule: Rule):
     return text, findings, fixed
 
 
+_RUN_TIME_CHOICES = """\
+### Run-time choices and defaults
+
+The *default run* is the program started with no command-line option, no environment variable set, and
+the values its configuration files hold (for a hydra app, what its defaults list composes). What the
+program itself fixes is known: literals, module constants, dataclass defaults that no caller overrides,
+default arguments that no caller passes, YAML or JSON text written in the program.
+
+- A site the default run reaches, under a strategy the code fixes, is an **error**.
+- A site reached only when an option is given (`--sample`), a variable is set (`EVAL=1`) or a
+  configuration value differs from the file's (`preview: true`; hydra's `preview=true`) is a **warning**
+  whose note names that choice ("when run with `--sample`"). So is a site whose strategy, devices or
+  precision comes from an option, a variable or a configuration file, even when the default raises
+  (`--strategy`, default "ddp"): a choice made at run time is never an error.
+- A branch the program's own values rule out is not followed, and nothing in it is reported: a default
+  argument no caller overrides, `hasattr(model, "x")` on a model whose class has no `x` (the wrapper looks
+  the name up on the original module), `self.fabric is None` where every instance is given a Fabric, a flag
+  that YAML text written in the program turns off.
+- A function called only under a choice runs only under it (`if args.sample: preview(model)`), and so does
+  the rest of a function after `if not args.sample: return`."""
+
+
 def _severity_table(prose: RuleProse) -> str:
     rows = ["| severity | when |", "|---|---|"]
     rows += [f"| {severity} | {when} |" for severity, when in prose.severity]
@@ -495,6 +520,7 @@ def render_rule_page(code: str, records: RecordSet | None = None) -> str:
         "## Severity\n\n" + _severity_table(prose)
         + "\n\nAn analysis that cannot see enough (a class it cannot resolve, a bound that is hit) never gives "
           "a warning or an error: at most a hint that says what it could not see.",
+        _RUN_TIME_CHOICES,
         "## Options\n\n" + _options(rule),
     ]
     return "\n\n".join(parts) + "\n"

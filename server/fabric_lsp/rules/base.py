@@ -5,6 +5,8 @@ Rules turn analysis facts into findings. They hold no LSP types and never talk t
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -24,6 +26,20 @@ def path_severity(strategy: Strategy, *, compiled: bool = False) -> Severity:
         return Severity.WARNING
     assert strategy.kind == SINGLE
     return Severity.HINT
+
+
+def under_choice(severity: Severity, when: str | None) -> Severity:
+    """A site reached only under a run-time choice (a flag, an environment variable, a config-file value:
+    `when` names it) is a warning at most: a choice made at run time is never an error (DESIGN.md, Severity)."""
+    return Severity.WARNING if when and severity == Severity.ERROR else severity
+
+
+def under_choice_finding(finding, when: str | None):
+    """The finding as reached only under a run-time choice: a warning at most, with a note naming the choice."""
+    if not when or finding is None:
+        return finding
+    return dataclasses.replace(finding, severity=under_choice(finding.severity, when),
+                               notes=tuple(finding.notes) + (f"this runs only {when}",))
 
 
 def combined_severity(raising: Iterable[Severity], safe_paths: int) -> Severity | None:

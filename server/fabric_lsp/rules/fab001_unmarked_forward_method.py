@@ -8,6 +8,7 @@ is found wherever the wrapped model goes (analysis/flow.py): helpers, other modu
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from fabric_lsp.analysis import MethodCallFact, MethodInfo, Origin, ProgramFacts, WrappedPath
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
@@ -19,8 +20,10 @@ from fabric_lsp.rules.base import (
     record_id,
     strategy_phrase,
     strongest_path,
+    under_choice,
     where,
 )
+from fabric_lsp.analysis.choice_reach import joined_phrase
 
 CODE = "FAB001"
 NAME = "unmarked-forward-method"
@@ -51,7 +54,16 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
             continue  # a class known from an annotation: the object may be of a subclass that has it
         if info.kind in _NOT_REPORTED or info.runs is None:
             safe += 1
-        elif not info.runs.certain:
+            continue
+        if info.runs.runs and info.runs.certain and info.kind == "method" and call.arguments:
+            # The arguments this call passes may take a way through the body that runs no module.
+            here = facts.modules.runs_module_called_with(path.cls, call.method, call.arguments)
+            if here is not None and here.certain:
+                if not here.runs:
+                    safe += 1
+                    continue
+                info = dataclasses.replace(info, runs=here)
+        if not info.runs.certain:
             continue  # a body that could not be read: unknown, not a finding
         elif info.runs.runs:
             raising.append((path, info))
@@ -62,6 +74,9 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
         return None
     source = facts.source(call.path)
     strongest = strongest_path([p for p, _ in raising])
+    when = joined_phrase((call.when or "", strongest.origin.when))
+    certain = severity == Severity.ERROR
+    severity = under_choice(severity, when)
     info = next(i for p, i in raising if p is strongest)
     origin = strongest.origin
     origin_source = facts.source(origin.path)
@@ -72,9 +87,11 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
     phrase = strategy_phrase(strongest.strategy, strongest.compiled)
     described = list(dict.fromkeys(p.strategy.description for p, _ in raising))
-    if severity == Severity.ERROR and len(described) > 1 and not strongest.compiled:
+    if certain and len(described) > 1 and not strongest.compiled:
         phrase = f"under {' or '.join(described)}"  # each of them raises: which one runs does not matter
-    if severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR \
+    if when:
+        phrase += f" {when}"
+    elif severity == Severity.WARNING and path_severity(strongest.strategy, compiled=strongest.compiled) == Severity.ERROR \
             and not strongest.strategy.when:  # "when `args.distributed` is true" already says why
         phrase += _why_not_certain(facts, call, raising, safe)
     wrapped_where = "" if origin.path == call.path and origin.site.lineno <= call.node.lineno and _same_scope(origin, call) \

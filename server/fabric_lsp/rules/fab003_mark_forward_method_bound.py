@@ -12,7 +12,9 @@ from fabric_lsp.analysis import MarkFact, ProgramFacts, wrapped_paths
 from fabric_lsp.analysis.caught import catching_handler
 from fabric_lsp.analysis.values import Function, WrappedMethod
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path
+from fabric_lsp.rules.base import (
+    RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path, under_choice,
+)
 
 CODE = "FAB003"
 NAME = "mark-forward-method-bound"
@@ -66,6 +68,9 @@ def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
         class_name = strongest.cls.name if strongest.cls is not None else "Module"
     else:
         return None
+    if mark.when:
+        severity = under_choice(severity, mark.when)
+        why += f" {mark.when}"
     span = source.span(argument)
     related = []
     for path in mark.paths[:1]:

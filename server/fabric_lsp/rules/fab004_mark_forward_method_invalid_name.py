@@ -17,7 +17,7 @@ from fabric_lsp.analysis.classes import ClassInfo
 from fabric_lsp.analysis.literal_sources import LiteralFinder
 from fabric_lsp.analysis.values import Const
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
+from fabric_lsp.rules.base import RuleModule, combined_severity, record_id, under_choice
 
 CODE = "FAB004"
 NAME = "mark-forward-method-invalid-name"
@@ -56,6 +56,10 @@ def check(facts: ProgramFacts) -> list[Finding]:
     return findings
 
 
+def _when(mark: MarkFact) -> str:
+    return f" {mark.when}" if mark.when else ""
+
+
 def _written(source, mark: MarkFact, name: str, computed: bool) -> str:
     """How the message names the mark: as written, and for a computed name, the string it gets."""
     if not computed:
@@ -67,11 +71,11 @@ def _forward(facts: ProgramFacts, mark: MarkFact, computed: bool = False) -> Fin
     source = facts.source(mark.path)
     return Finding(
         code=CODE,
-        severity=Severity.ERROR,
+        severity=under_choice(Severity.ERROR, mark.when),
         span=source.span(mark.argument),
         message=f'{_written(source, mark, "forward", computed)} marks `forward` itself',
-        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy',
-               "`forward` already goes through the strategy"),
+        notes=('ValueError "You cannot mark the forward method itself as a forward method." on every strategy'
+               + _when(mark), "`forward` already goes through the strategy"),
         record_id=record_id(CODE),
         related=_related(facts, mark),
         # `forward` already runs through the strategy: the mark asks for nothing that is not there. A
@@ -105,7 +109,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
     # Headline: what is wrong; notes: the runtime error, the closest method.
     message = f'{_written(source, mark, name, computed)}: `{class_name}.{name}` {_KIND_WORDS.get(kind, "is not a method")}'
     notes = (f'AttributeError "You marked \'{name}\' as a forward method, but `{class_name}.{name}` does not '
-             f'exist or is not a method." on every strategy{some}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
+             f'exist or is not a method." on every strategy{some}{_when(mark)}',) + ((f'did you mean "{suggestion}"?',) if suggestion else ())
     if kind == "singledispatchmethod":
         notes += ("a functools.singledispatchmethod looked up on the instance is a plain function",)
     fix = None
@@ -129,7 +133,7 @@ def _not_a_method(facts: ProgramFacts, mark: MarkFact, name: str, computed: bool
         )
     return Finding(
         code=CODE,
-        severity=severity,
+        severity=under_choice(severity, mark.when),
         span=source.span(mark.argument),
         message=message,
         record_id=record_id(CODE),

@@ -46,11 +46,14 @@ def _finding(facts: ProgramFacts, fabric: FabricFact) -> Finding | None:
         severity = Severity.WARNING
         why = f"under {fabric.strategy.description}"
     elif launch == LAUNCH_MACHINE:
-        severity = Severity.HINT  # one device on most machines; the usual `fabric run` script
+        # Raises on a machine with several GPUs, where such a script is meant to run; `launch()` is one line.
+        severity = Severity.WARNING
         why = f"on a machine with several GPUs ({fabric.strategy.description})"
     else:
         severity = Severity.WARNING
         why = f"if the strategy needs several processes (it depends on {fabric.strategy.description})"
+    if use.when:
+        why += f" {use.when}"
     if fabric.cli_stated is None and severity == Severity.WARNING:
         # The project's README or scripts start its other scripts with `fabric run`: this one likely too.
         severity = Severity.HINT

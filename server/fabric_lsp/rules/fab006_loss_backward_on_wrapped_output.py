@@ -12,7 +12,8 @@ import ast
 
 from fabric_lsp.analysis import BackwardFact, ProgramFacts
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, combined_severity, record_id
+from fabric_lsp.analysis.choice_reach import joined_phrase
+from fabric_lsp.rules.base import RuleModule, combined_severity, record_id, under_choice
 
 CODE = "FAB006"
 NAME = "loss-backward-on-wrapped-output"
@@ -44,6 +45,10 @@ def _finding(facts: ProgramFacts, fact: BackwardFact) -> Finding | None:
         why = f"under {strongest.setting}"
     else:
         why = f"under mixed precision, FSDP or DeepSpeed (this depends on {strongest.setting})"
+    when = joined_phrase((fact.when or "", strongest.origin.when))
+    if when:
+        severity = under_choice(severity, when)
+        why += f" {when}"
     loss = source.segment(node.func.value)
     fabric = _fabric_text(fact)
     call_text = f"{fabric or 'fabric'}.backward({loss})"

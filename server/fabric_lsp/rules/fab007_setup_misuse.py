@@ -14,7 +14,7 @@ import ast
 
 from fabric_lsp.analysis import ProgramFacts, SetupMisuseFact
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id, where
+from fabric_lsp.rules.base import RuleModule, record_id, under_choice_finding, where
 
 CODE = "FAB007"
 NAME = "setup-misuse"
@@ -23,7 +23,7 @@ NAME = "setup-misuse"
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for fact in facts.setup_misuses:
-        finding = _BUILDERS[fact.kind](facts, fact)
+        finding = under_choice_finding(_BUILDERS[fact.kind](facts, fact), fact.when)
         if finding is not None:
             findings.append(finding)
     return findings

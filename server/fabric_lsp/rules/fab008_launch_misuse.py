@@ -15,7 +15,7 @@ import re
 from fabric_lsp.analysis import FabricFact, FabricUse, ProgramFacts
 from fabric_lsp.analysis.values import LAUNCH_SPAWN, Bound, Const, Function
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
-from fabric_lsp.rules.base import RuleModule, record_id
+from fabric_lsp.rules.base import RuleModule, record_id, under_choice_finding
 
 CODE = "FAB008"
 NAME = "launch-misuse"
@@ -28,7 +28,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
         for launch in fabric.launches:
             if id(launch.node) in seen:
                 continue
-            finding = _finding(facts, fabric, launch)
+            finding = under_choice_finding(_finding(facts, fabric, launch), launch.when)
             if finding is not None:
                 seen.add(id(launch.node))
                 findings.append(finding)

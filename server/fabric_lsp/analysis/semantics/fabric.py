@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 
+from fabric_lsp.analysis.semantics.run_choices import choice_description
 from fabric_lsp.analysis.flow_state import (
     _Call,
     _Frame,
@@ -22,6 +23,8 @@ from fabric_lsp.analysis.flow_state import (
 )
 from fabric_lsp.analysis.libraries.torch_tables import tables
 from fabric_lsp.analysis.values import (
+    Choice,
+    ConfigNode,
     Bound,
     Class,
     Const,
@@ -43,6 +46,7 @@ from fabric_lsp.analysis.values import (
     Strategy,
     StrategyObject,
     UNKNOWN,
+    Unknown,
     UNKNOWN_STRATEGY,
     Wrapped,
     WrappedMethod,
@@ -245,7 +249,7 @@ class FabricSemantics:
                 continue
             # `Fabric(**config)`: the literal keys of the dicts it may be, as they are at this call
             # (what the function wrote into its own dict last); what cannot be told by key is "**".
-            if any(isinstance(value, Container) for value in values):
+            if any(isinstance(value, (Container, ConfigNode)) for value in values):
                 self.write(("fabric_spread", key), frozenset({const(None)}))  # a dict seen (maybe empty)
             for spread, item in self._expand_kwargs(values, call.frame):
                 if spread is None:
@@ -438,6 +442,11 @@ class FabricSemantics:
             alternatives.append(self._one_strategy(value, keywords, texts, node))
         if len(alternatives) == 1:
             return alternatives[0]
+        chosen = [v for v in sorted(strategy_values, key=_sort_key) if isinstance(v, Choice)]
+        if chosen and all(isinstance(v, (Choice, Unknown)) for v in strategy_values):
+            # `strategy=args.strategy`, `cfg.strategy`: name the option, variable or config value.
+            return Strategy(UNKNOWN_STRATEGY, "a strategy chosen at run time: "
+                            + " or ".join(dict.fromkeys(choice_description(c) for c in chosen)), None)
         kinds = {a.kind for a in alternatives}
         materializes = {a.materializes for a in alternatives}
         merged_materializes = materializes.pop() if len(materializes) == 1 else None
@@ -512,6 +521,14 @@ class FabricSemantics:
                           if _shown(k, texts, keywords)) or "Fabric()"
         return Strategy(SINGLE, shown, False, launch=LAUNCH_NONE)
 
+    def _fixed_display(self, value: Container) -> bool:
+        """After the solve: a list/tuple display (no `*`) that nothing extends or shrinks, so its length is
+        the number of devices it lists (`devices = [0] if use_cuda else 1`, then `devices=devices`)."""
+        site = value.site
+        return isinstance(site, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in site.elts) \
+            and not self.peek(("element", site, ANY_KEY)) \
+            and (isinstance(site, ast.Tuple) or not self._may_shrink_lists(value.path))
+
     def _device_counts(self, devices, accelerator, node, texts) -> set | None:
         cpu = accelerator is not None and accelerator == frozenset({const("cpu")})
         if devices is None:
@@ -524,7 +541,7 @@ class FabricSemantics:
         displays = _arm_displays(literal)
         counts = set()
         for value in devices:
-            if isinstance(value, Container) and value.site in displays:
+            if isinstance(value, Container) and (value.site in displays or self._fixed_display(value)):
                 counts.add(len(value.site.elts))  # `1 if cpu else [device.index]`: a list of device indices
             elif isinstance(value, Const):
                 raw = value.value

@@ -48,6 +48,11 @@ class LibraryCalls:
     def _library_call(self, qualified: str, call: "_Call") -> frozenset:
         name = normalize_torch_name(qualified)
         frame = call.frame
+        chosen = self._run_choice_call(name, call)
+        if chosen is None:
+            chosen = self._config_call(name, call)
+        if chosen is not None:
+            return chosen
         if name in FABRIC_CLASS_NAMES:
             self._record_fabric_arguments(call)
             return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})

@@ -75,6 +75,13 @@ class PythonStatements:
                 selves = self._self_values(scope.class_scope)
                 values = values | selves
                 frame.self_values = values
+                if scope.name == "__init__":
+                    # The object being built: what `__init__` stores in it and reads back (`self.encoder =
+                    # Encoder()`, then `Critic(self.encoder)`) is that value, not every value the class's
+                    # attribute ever holds (a wrapper assigned to it later, from outside).
+                    frame.fresh = frame.fresh | {("var", param.name)}
+            elif index == 0 and self.read(("hydra_config", scope)):
+                values = self.read(("hydra_config", scope))  # `@hydra.main(...) def main(cfg)`: hydra calls it
             elif index == 0 and method and kind == "classmethod":
                 values = values | frozenset(self._subclasses(class_key(scope.class_scope)))
                 frame.self_values = values
@@ -166,12 +173,24 @@ class PythonStatements:
         if taken is not None:  # a constant of the program, or the case this run follows
             self._exec(statement[2] if taken else statement[3], frame)
             return
+        guards = frame.guards
+        when_true, when_false = self.arm_guards(statement[1], self._last_test_values)
         other = frame.fork()
+        if when_true:
+            frame.guards = guards + (when_true,)
+        if when_false:
+            other.guards = guards + (when_false,)
         self._narrow(statement[1], frame, True)
         self._narrow(statement[1], other, False)
         self._exec(statement[2], frame)
         self._exec(statement[3], other)
+        body_guards, else_guards = frame.guards, other.guards
         frame.merge(other)
+        # After `if not args.sample: return`, the rest runs only when the other arm is taken.
+        node = statement[5]
+        ends_body, ends_else = _ends(node.body), _ends(node.orelse)
+        frame.guards = else_guards if ends_body and not ends_else else body_guards if ends_else and not ends_body \
+            else guards
 
     def _narrow(self, test: tuple, frame: _Frame, holds: bool) -> None:
         """What a branch's condition says about a local name: `isinstance(x, C)` (C classes of the
@@ -292,7 +311,8 @@ class PythonStatements:
             if tag is not None:
                 frame.meta = tag
             if target is not None:
-                self.assign(target, JUST_UNKNOWN, frame)
+                opened = frozenset(v for v in values if isinstance(v, Special) and v.kind == "open_file")
+                self.assign(target, opened | JUST_UNKNOWN if opened else JUST_UNKNOWN, frame)
         self._exec(statement[2], frame)
         frame.meta = outer_meta
         frame.expecting = outer_expecting
@@ -318,6 +338,9 @@ class PythonStatements:
             values = self.ev(decorator, frame)
             if _last_name(decorator_node) in TRANSPARENT_DECORATORS:
                 continue
+            for value in values:
+                if isinstance(value, Special) and value.kind == "hydra_main":
+                    self.write(("hydra_config", child), self.hydra_config(value, frame.scope.path))
             # The decorator gets the function: a project decorator is followed (it may call it or
             # keep it); anything else (a registry, a CLI framework) may call it with anything.
             call = _Call(decorator_node, decorator, [(False, function)], [], frame)
@@ -565,6 +588,8 @@ class PythonStatements:
                 self.write(("global", obj.path, name), values)
             elif isinstance(obj, Class) and not obj.external:
                 self.write(("classattr", obj, name), values)
+            elif isinstance(obj, Special) and obj.kind == "namespace":
+                self.store_namespace_field(obj, name, values)
 
     def _with_declared(self, cls: Class, name: str, values: frozenset) -> frozenset:
         """An unknown value stored in an attribute that a class body along the MRO declares (`actor:
@@ -638,6 +663,25 @@ class PythonStatements:
             return frozenset({Lib("builtins." + name)})
         return JUST_UNKNOWN
 _EXPECTING_CALLS = frozenset(("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"))
+
+
+def _ends(statements: list) -> bool:
+    """Does this block always leave the enclosing code (its last statement returns, raises, breaks,
+    continues or exits the program)? Read from the syntax: the rest of the function after an
+    `if ...: return` runs only on the other arm."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+        return True
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        func = last.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name in ("exit", "quit", "_exit") and (not isinstance(func, ast.Attribute)
+                                                       or getattr(func.value, "id", "") in ("sys", "os"))
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    return False
 
 
 def _expects_error(expr: ast.AST) -> bool:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import ast
 
 from fabric_lsp.analysis import ir
-from fabric_lsp.analysis.flow_state import _case_value, _Frame
-from fabric_lsp.analysis.values import Const, const, JUST_UNKNOWN, NOTHING, UNKNOWN
+from fabric_lsp.analysis.flow_state import _case_value, _Frame, _site_key
+from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
+from fabric_lsp.analysis.values import (
+    Bound, Class, ConfigNode, Const, const, Container, FabricValue, Function, Instance, JUST_UNKNOWN, Lib, Module, NOTHING, Partial,
+    Super, UNKNOWN, Wrapped, WrappedMethod,
+)
 
 
 class PythonBranches:
@@ -32,7 +36,7 @@ class PythonBranches:
         """Evaluate a branch's test; the branch taken when it is decided: by constants of the program
         (module constants, literals: the same on every run of the program), or by the case of the
         scope's split this run follows. None: both branches."""
-        values = self.ev(test, frame)
+        values = self._last_test_values = self.ev(test, frame)
         if frame.scope.name == "__init__":  # what the values say, read after the solve (Solver.branch_taken)
             constants = frozenset(v for v in values if isinstance(v, Const))
             if constants:
@@ -51,7 +55,79 @@ class PythonBranches:
                 elif found:
                     self.write(("cond", decider.node), JUST_UNKNOWN)
                 return _case_value(frame.variant, decider.node) == polarity
+        return self.known_truth(values)
+
+    # -- truth of the program's values ---------------------------------------------------------------------
+    def known_truth(self, values: frozenset) -> bool | None:
+        """The truth value every value of a test has (`self.fabric is None` where each instance got a
+        Fabric; a parameter whose every caller leaves its default False; `hasattr(model, "x")` on a class
+        without `x`), or None: both ways. Empty is None too: not known yet, or never known (an attribute
+        only set where the analysis cannot see), so both branches are followed as before."""
+        if not values:
+            return None
+        found = None
+        for value in values:
+            truth = self.truth_of(value)
+            if truth is None or (found is not None and truth != found):
+                return None
+            found = truth
+        return found
+
+    def truth_of(self, value) -> bool | None:
+        """`bool(value)` when the value says it: a constant, or an object whose class defines neither
+        `__bool__` nor `__len__` (a Fabric, a wrapped model, a function, a class, a module, an instance of
+        a project class whose bases are all read); None otherwise."""
+        if isinstance(value, Const):
+            return bool(value.value)
+        if isinstance(value, _ALWAYS_TRUE):
+            return True
+        if isinstance(value, Instance) and isinstance(value.cls, Class) and not value.cls.external:
+            return True if self._plain_truth(value.cls) else None
+        if isinstance(value, ConfigNode):
+            return self.config_truth(value)
         return None
+
+    def _plain_truth(self, cls: Class) -> bool:
+        """Is every instance of `cls` true: its MRO is known and no class of it defines `__bool__` or
+        `__len__` (nn.Sequential and nn.ModuleList do: an empty one is false)?"""
+        if not self._mro_complete(cls):
+            return False
+        for ref in self.mro(cls):
+            if isinstance(ref, Class):
+                if ref.external:
+                    return False
+                if self._ask("class_binds", ref, "__bool__") or self._ask("class_binds", ref, "__len__"):
+                    return False
+            elif not (isinstance(ref, Lib) and ref.qualified in _TRUE_BASES):
+                return False
+        return True
+
+    def has_attribute(self, value, name: str) -> bool | None:
+        """`hasattr(value, name)`: True or False when the program says, None when it cannot be told.
+        On a Fabric-wrapped model the name is looked up on the wrapper, then on the original module
+        (Lightning's `_FabricModule.__getattr__`): False for a name the model's class lacks."""
+        if isinstance(value, Wrapped):
+            if name in _WRAPPER_NAMES or name in wrapper_attributes():
+                return True
+            inner = self.read(("setup_module", _site_key(value.site, value.variant)))
+            return self.known_truth(frozenset(const(has) if has is not None else UNKNOWN
+                                              for has in (self.has_attribute(v, name) for v in inner)))
+        if not (isinstance(value, Instance) and isinstance(value.cls, Class) and not value.cls.external):
+            return None
+        cls = value.cls
+        owner, _ = self.lookup_class_attribute(cls, name)
+        if owner is not None:
+            return True
+        if any(self.read(("field", ref, name)) for ref in self.mro(cls) if isinstance(ref, Class)):
+            return True
+        if self._ask("attribute_assigned", name) or not self._mro_complete(cls):
+            return None  # set somewhere on an object the analysis may not place (`obj.x = ...`, `setattr`)
+        for ref in self.mro(cls):
+            if isinstance(ref, Class) and ref.external:
+                return None
+            if isinstance(ref, Lib) and not _attributes_known(ref.qualified):
+                return None
+        return False
 
     def _static(self, expr, frame: _Frame):
         """The value of an expression made of literals and module constants (names bound once, to a
@@ -151,6 +227,22 @@ class PythonBranches:
         """After the solve: is one of these cases chosen at run time (the program's values can take
         the other outcome of its flag too)?"""
         return any(isinstance(outcome, bool) and self.feasible(((node, not outcome),)) for node, outcome in variant or ())
+
+
+# Objects that are true whatever they hold: their classes define neither __bool__ nor __len__.
+_ALWAYS_TRUE = (FabricValue, Wrapped, WrappedMethod, Function, Bound, Class, Module, Partial, Super)
+# Library bases that add no __bool__/__len__ to a project class.
+_TRUE_BASES = frozenset((
+    "builtins.object", "torch.nn.Module", "torch.nn.modules.module.Module", "abc.ABC", "typing.Generic",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.module.LightningModule",
+    "pytorch_lightning.LightningModule",
+))
+_WRAPPER_NAMES = frozenset(("module", "_original_module", "_forward_module", "mark_forward_method", "forward"))
+
+
+def _attributes_known(qualified: str) -> bool:
+    """Does library_defines know every attribute of this library class (so a name it lacks is missing)?"""
+    return qualified in _TRUE_BASES or qualified.startswith(("torch.nn.", "torchmetrics"))
 
 
 _NO = object()  # Solver._static: not a constant of the program

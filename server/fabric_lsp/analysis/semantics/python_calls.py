@@ -7,6 +7,7 @@ solver's tables through it."""
 from __future__ import annotations
 
 import ast
+import re
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.flow_state import (
@@ -27,6 +28,7 @@ from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.semantics.torch import _REINIT_OR_LOAD
 from fabric_lsp.analysis.values import (
+    ConfigNode,
     Bound,
     Class,
     Const,
@@ -51,6 +53,7 @@ from fabric_lsp.analysis.values import (
 _BUILTINS = frozenset((
     "super", "getattr", "setattr", "hasattr", "dict", "list", "tuple", "set", "iter", "next", "enumerate", "zip",
     "reversed", "sorted", "isinstance", "len", "print", "range", "map", "filter", "type", "vars", "callable",
+    "open", "int", "float", "str", "bool",
 ))
 
 
@@ -146,7 +149,9 @@ class PythonCalls:
         if isinstance(callee, WrappedMethod):
             self._event("wcall", call, wrapped=callee.wrapped, method=callee.name,
                         marked=Marked(callee.wrapped, callee.name) in call.frame.marked, func=call.func_expr,
-                        receivers=call.receivers, before=call.frame.marked)
+                        receivers=call.receivers, before=call.frame.marked,
+                        arguments=(tuple(None if starred else values for starred, values in call.args),
+                                   tuple(call.kwargs)))
             return JUST_UNKNOWN
         if isinstance(callee, Special):
             return self._special_call(callee, call)
@@ -316,6 +321,13 @@ class PythonCalls:
         found: list = []
         written = frame.written if frame is not None and len(values) == 1 else {}
         for value in sorted(values, key=_sort_key):
+            if isinstance(value, ConfigNode):
+                keys = self.config_keys(value)
+                if keys is None:
+                    found.append((None, JUST_UNKNOWN))
+                for key in keys or ():
+                    found.append((key, self.config_child(value, key)))
+                continue
             if isinstance(value, Container):
                 for key in sorted(self.read(("keys", value.site)), key=_sort_key):
                     if isinstance(key, Const) and key.kind == "str":
@@ -350,6 +362,18 @@ class PythonCalls:
             if len(call.args) >= 3:
                 found.update(call.positional(2))
             return frozenset(found)
+        if name == "hasattr" and len(call.args) == 2 and not call.kwargs:
+            found = set()
+            for attribute in call.positional(1):
+                if not (isinstance(attribute, Const) and attribute.kind == "str"):
+                    found.add(UNKNOWN)
+                    continue
+                for obj in call.positional(0):
+                    has = self.has_attribute(obj, attribute.value)
+                    found.add(UNKNOWN if has is None else const(has))
+            return frozenset(found)
+        if name == "len" and len(call.args) == 1 and not call.kwargs:
+            return frozenset(self._length(value) for value in call.positional(0))
         if name == "setattr":
             for attribute in call.positional(1):
                 if isinstance(attribute, Const) and attribute.kind == "str":
@@ -390,8 +414,36 @@ class PythonCalls:
             return frozenset({Special("zip", call.node, frame.scope.path)})
         return JUST_UNKNOWN
 
+    def _length(self, value):
+        """`len(value)`: of a constant string, or of a list/tuple display that nothing extends
+        (`len([0, 1])`, `ids = [0, 1]; devices=len(ids)`); UNKNOWN otherwise."""
+        if isinstance(value, Const) and isinstance(value.value, (str, tuple)):
+            return const(len(value.value))
+        if isinstance(value, Container) and isinstance(value.site, (ast.List, ast.Tuple)) \
+                and not any(isinstance(e, ast.Starred) for e in value.site.elts) \
+                and not self.read(("element", value.site, ANY_KEY)) \
+                and (isinstance(value.site, ast.Tuple) or not self._may_shrink_lists(value.path)):
+            return const(len(value.site.elts))
+        return UNKNOWN
+
+    def _may_shrink_lists(self, path: str) -> bool:
+        """Could a list made in this file lose elements (`pop`, `remove`, `clear`, `del`, slice assignment)?
+        Growth is seen in the tables; shrinking is not, so such a file's list lengths are not known."""
+        known = self.__dict__.setdefault("_shrinking_files", {})
+        found = known.get(path)
+        if found is None:
+            source = getattr(self.program, "sources", {}).get(path)
+            text = source.text if source is not None else ""
+            found = known[path] = _SHRINKING.search(text) is not None
+        return found
+
     def _special_call(self, special: Special, call: "_Call") -> frozenset:
         kind = special.kind
+        found = self._run_choice_special_call(special, call)
+        if found is not None:
+            return found
+        if kind == "config_method":
+            return self._config_method_call(special, call)
         if kind == "fabric_method":
             return self._fabric_call(special.receiver, special.extra, call)
         if kind == "fabric_init":
@@ -561,3 +613,7 @@ def _opaque(callee) -> bool:
     if isinstance(callee, Special):
         return callee.kind == "lib_method"
     return False
+
+
+# What may take elements out of a list: its methods, `del x[i]`, a slice assignment.
+_SHRINKING = re.compile(r"\.(pop|remove|clear)\(|(^|[^\w.])del\s|:\s*\]\s*=")

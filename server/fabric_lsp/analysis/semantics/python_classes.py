@@ -26,6 +26,8 @@ from fabric_lsp.analysis.semantics.fabric import _FABRIC_API
 from fabric_lsp.analysis.semantics.torch import _OUTPUT_DETACHING
 from fabric_lsp.analysis.libraries.torch_facts import library_module_facts, nn_module_attributes
 from fabric_lsp.analysis.values import (
+    Choice,
+    ConfigNode,
     Bound,
     Class,
     const,
@@ -201,6 +203,14 @@ class PythonClasses:
             return self._super_attribute(obj, name)
         if isinstance(obj, Function) and not obj.external and name == "__get__":
             return frozenset({Special("function_get", obj)})  # binds it: _bound_at_run_time
+        if isinstance(obj, Special):
+            found = self._run_choice_attribute(obj, name)
+            if found is not None:
+                return found
+        if isinstance(obj, Choice):
+            return self.choice_attribute(obj, name)
+        if isinstance(obj, ConfigNode):
+            return self.config_attribute(obj, name)
         if isinstance(obj, Output):
             if name == "backward":
                 return frozenset({Special("output_backward", obj), UNKNOWN})

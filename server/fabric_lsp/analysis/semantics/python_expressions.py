@@ -13,7 +13,9 @@ from fabric_lsp.analysis.semantics.python import _MAX_UNROLLED
 from fabric_lsp.analysis.semantics.python_branches import _compare_chain, _fold, _NO, _truth, _unary
 from fabric_lsp.analysis.semantics.python_classes import _is_generic_class
 from fabric_lsp.analysis.values import (
+    Choice,
     Class,
+    ConfigNode,
     Const,
     const,
     SHARED_CONST_KINDS,
@@ -25,7 +27,38 @@ from fabric_lsp.analysis.values import (
     Output,
     Special,
     UNKNOWN,
+    Unknown,
 )
+
+
+def _none_identity(operands: list, op: str) -> frozenset | None:
+    """`x is None` / `x is not None` where x holds objects as well as constants: an object of the program
+    (an instance, a Fabric, a wrapped model, a function...) is never None. None when it does not apply
+    (no `None` side, or values that may be None: unknown, a library name)."""
+    left, right = operands
+    if right == _NONE_SET:
+        values = left
+    elif left == _NONE_SET:
+        values = right
+    else:
+        return None
+    if not values or all(type(v) is Const for v in values):
+        return None  # constants alone: _fold says
+    found = set()
+    for value in values:
+        if type(value) is Const:
+            same = value.value is None
+        elif isinstance(value, (Unknown, Lib, Choice)):
+            return None
+        else:
+            same = False
+        found.add(const(same if op == "Is" else not same))
+    return frozenset(found)
+
+
+_NONE_SET = frozenset({_NONE_CONST})
+_ENVIRON_LIB = Lib("os.environ")
+_ENVIRON = frozenset({_ENVIRON_LIB})
 
 
 class PythonExpressions:
@@ -118,11 +151,15 @@ class PythonExpressions:
     def _e_ifexp(self, expr, frame) -> frozenset:
         _, test, body, orelse, node = expr
         taken = self._decide(test, node, frame)
-        found = NOTHING
-        if taken is not False:
-            found = found | self.ev(body, frame)
-        if taken is not True:
-            found = found | self.ev(orelse, frame)
+        if taken is not None:
+            return self.ev(body if taken else orelse, frame)
+        guards = frame.guards
+        when_true, when_false = self.arm_guards(test, self._last_test_values)
+        frame.guards = guards + (when_true,) if when_true else guards
+        found = self.ev(body, frame)
+        frame.guards = guards + (when_false,) if when_false else guards
+        found = found | self.ev(orelse, frame)
+        frame.guards = guards
         return found
 
     def _e_boolop(self, expr, frame) -> frozenset:
@@ -133,25 +170,50 @@ class PythonExpressions:
         passing = op == "and"  # the truth value that moves evaluation to the next operand
         found = NOTHING
         last = len(operands) - 1
+        parts = []
         for index, operand in enumerate(operands):
             static = self._static(operand, frame)
             values = self.ev(operand, frame)
+            parts.append(values)
             if index == last:
+                self._test_parts[id(expr)] = parts  # each operand's values, for the branch it decides
                 return found | values
             if static is not _NO:
                 if bool(static) != passing:
                     return found | values
                 continue
+            truth = self.known_truth(values)
+            if truth is not None and truth != passing:
+                return found | values  # `cfg["every"] and step % cfg["every"] == 0` with every = 0: it ends here
             found = found | frozenset(v for v in values if not (isinstance(v, Const) and _truth(v) == passing))
         return found
 
     def _e_compare(self, expr, frame) -> frozenset:
         _, left, pairs, _node = expr
         operands = [self.ev(left, frame)] + [self.ev(right, frame) for _, right in pairs]
+        if len(pairs) == 1:
+            op = pairs[0][0]
+            if op in ("In", "NotIn") and operands[1] == _ENVIRON:
+                # `"X" in os.environ`: set or not is the choice (unset on the default run)
+                return frozenset(Choice("env", v.value, const(op == "NotIn"), ops=((("IsNot" if op == "In" else "Is"), None),))
+                                 if isinstance(v, Const) and v.kind == "str" else UNKNOWN for v in operands[0]) | JUST_UNKNOWN
+            chosen = self.choice_compare(operands, op)
+            if chosen is not None:
+                return chosen | _fold(operands, lambda values: _compare_chain(values, [op]))
+            if op in ("Is", "IsNot"):
+                identity = _none_identity(operands, op)
+                if identity is not None:
+                    return identity
         return _fold(operands, lambda values: _compare_chain(values, [op for op, _ in pairs]))
 
     def _e_not(self, expr, frame) -> frozenset:
-        return _fold([self.ev(expr[1], frame)], lambda values: not values[0])
+        values = self.ev(expr[1], frame)
+        if any(isinstance(v, Choice) for v in values):
+            return self.choice_not(values) | _fold([values], lambda values: not values[0])
+        truth = self.known_truth(values) if values and not all(type(v) is Const for v in values) else None
+        if truth is not None:
+            return frozenset({const(not truth)})  # `not self.fabric`: a Fabric is true
+        return _fold([values], lambda values: not values[0])
 
     def _e_unary(self, expr, frame) -> frozenset:
         op = expr[1]
@@ -254,6 +316,10 @@ class PythonExpressions:
                         found.update(self.read(("element", obj.site, ANY_KEY)))
                     else:
                         found.update(self.read(("elements", obj.site)))
+            elif isinstance(obj, ConfigNode):
+                found.update(self.config_subscript(obj, keys))
+            elif obj == _ENVIRON_LIB:
+                found.update(self.environment_item(keys))  # `os.environ["X"]`
             elif obj == _NONE_CONST:
                 continue  # `None[k]` raises: nothing flows from it (every function may return None, see `_NONE`)
             else:
