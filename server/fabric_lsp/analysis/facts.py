@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis import ir
 from fabric_lsp.analysis.launch_docs import launch_documents
-from fabric_lsp.analysis.choice_reach import ChoiceReach
+from fabric_lsp.analysis.choice_reach import ChoiceReach, joined_phrase
 from fabric_lsp.analysis.classes import ClassInfo, ClassRef, ClassResolver, LibraryClass, decorator_kind
 from fabric_lsp.analysis.flow import Solver
 from fabric_lsp.analysis.flow_state import (
@@ -178,6 +178,7 @@ class MetaModelFact:
     materializations: list[Materialization]
     meta_certain: bool  # False for init_module(empty_init=<not a literal>)
     classes_at_materialization: int = 1  # how many different classes reach the same materialization
+    when: str | None = None  # the run-time choice the build and its materialization are made under ("": default run)
 
 
 @dataclass
@@ -765,6 +766,10 @@ def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
     nothing is left uninitialised either: no fact."""
     solver = facts.solver
     reinits = [e for e in events if e.kind == "reinit" and solver.feasible(e.variant)]
+    built_when: dict[int, str | None] = {}  # meta-device constructions: the choice each is made under
+    for event in events:
+        if event.kind == "meta_build":
+            built_when[id(event.node)] = _either_way(built_when.get(id(event.node)), facts.when(event))
     found: dict[tuple, MetaModelFact] = {}
     for event in events:
         if event.kind not in ("materialize", "setup") or not solver.feasible(event.variant):
@@ -787,6 +792,7 @@ def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
                 fact = found[key] = MetaModelFact(instance.meta, cls, [], _meta_certain(solver, instance.meta))
             fact.materializations.append(materialization)
             fact.classes_at_materialization = max(fact.classes_at_materialization, len(classes))
+            fact.when = _either_way(fact.when, joined_phrase((facts.when(event), built_when.get(id(instance.meta[2])) or "")))
     # init_module(empty_init=True) under FSDP / ModelParallel: setup materializes, in sight or not.
     for event in events:
         if event.kind != "meta_build" or not solver.feasible(event.variant):
@@ -801,7 +807,8 @@ def _meta_models(facts: ProgramFacts, events: list[Event]) -> None:
             implied = _implied_by_init_module(facts, tag)
             if implied is None or implied.how == "model_parallel" and _initialised_after(facts, instance, None, reinits):
                 continue
-            found[key] = MetaModelFact(tag, facts.resolver.ref_of(instance.cls), [implied], _meta_certain(solver, tag))
+            found[key] = MetaModelFact(tag, facts.resolver.ref_of(instance.cls), [implied], _meta_certain(solver, tag),
+                                       when=facts.when(event))
     facts.meta_models = [found[k] for k in sorted(found, key=lambda k: (found[k].tag.path, getattr(found[k].tag.creation, "lineno", 0), k[1]))]
 
 

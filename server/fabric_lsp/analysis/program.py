@@ -214,14 +214,13 @@ class Program:
         """A function (or class) nothing in the program names: called from outside (a CLI, a
         framework). Functions that reach code the analysis does not follow are found by the
         value flow (flow.Solver: "escaped")."""
-        if scope.name not in self.referenced:
-            return True
-        # `__init__` is named by every `super().__init__(...)`; it is called from outside when its
-        # class is never named in the program (a trainer class built by a framework, hydra's `_target_`,
-        # a registry keyed by strings): its parameters then take what their annotations say.
+        # `__init__` runs when its class is called, whether or not anything names `__init__` itself; it is
+        # called from outside when its class is never named in the program (a trainer class built by a
+        # framework, hydra's `_target_`, a registry keyed by strings): its parameters then take what their
+        # annotations say.
         if scope.class_scope is not None and scope.name in ("__init__", "__post_init__", "__call__"):
             return scope.class_scope.name not in self.referenced
-        return False
+        return scope.name not in self.referenced
 
     def attribute_assigned(self, name: str) -> bool:
         return name in self.assigned_attributes or "*" in self.assigned_attributes

@@ -471,6 +471,60 @@ engine = Engine()
 model = engine.setup(LM())
 model.generate(None)
 ''',
+    # Values the program states rule the call out: a default argument no caller passes, YAML text
+    # written in the program, and arguments that take the method's way without a module.
+    '''
+import yaml
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+SETTINGS = yaml.safe_load("preview: false")
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x=None):
+        if x is None:
+            return None
+        return self.head(x)
+
+def fit(model, evaluate=False):
+    if evaluate:
+        model.generate(1)
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = fabric.setup(LM())
+fit(model)
+if SETTINGS["preview"]:
+    model.generate(1)
+model.generate()
+''',
+    # Another object kept the module before it was set up: its reference is not the wrapper.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+    def embed(self, x):
+        return self.net(x)
+
+class Agent:
+    def __init__(self):
+        self.encoder = Encoder()
+        self.kept = [self.encoder]
+        self.original = self.encoder
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+agent = Agent()
+agent.encoder = fabric.setup_module(agent.encoder)
+agent.original.embed(None)
+''',
 )
 
 INVALID = (
@@ -574,6 +628,28 @@ fabric.launch()
 trainer = Decoder(fabric)
 trainer.prepare(LM())
 trainer.run(None)
+''',
+    # A command-line flag (off by default) guards the call: a run-time choice, a warning that names it.
+    '''
+import argparse
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--sample", action="store_true")
+args = parser.parse_args()
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = fabric.setup(LM())
+if args.sample:
+    model.generate(None)  # expect: FAB001 warning
 ''',
 )
 

@@ -14,7 +14,7 @@ from fabric_lsp.analysis import MetaModelFact, ProgramFacts
 from fabric_lsp.analysis.classes import ClassInfo, LibraryClass
 from fabric_lsp.analysis.meta import MetaAnalyzer, Offender, patched_classes
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, Span, TextEdit
-from fabric_lsp.rules.base import AlternativeCase, RuleModule, record_id
+from fabric_lsp.rules.base import AlternativeCase, RuleModule, record_id, under_choice
 from fabric_lsp.rules.reset_parameters_codegen import STORED_PREFIX, generate_reset_parameters
 
 CODE = "FAB002"
@@ -65,13 +65,15 @@ def check(facts: ProgramFacts) -> list[Finding]:
             # not take (a flag or config read at run time).
             certain = (model.meta_certain and any(m.certain for m in model.materializations)
                        and model.classes_at_materialization == 1 and not offender.chosen_when)
-            severity = Severity.ERROR if certain else Severity.WARNING
+            severity = under_choice(Severity.ERROR if certain else Severity.WARNING, model.when)
             key = (span.path, span.start, offender.name)
             if key in findings:
                 continue
             how = _how(model)
             fix = _fix(facts, model, offender)
             headline, notes = _message(facts, model, offender, how)
+            if model.when:
+                notes = tuple(notes) + (f"this runs only {model.when}",)
             findings[key] = Finding(
                 code=CODE,
                 severity=severity,

@@ -321,6 +321,25 @@ except AttributeError:
 with contextlib.suppress(Exception):
     model.mark_forward_method("forward")
 ''',
+    # `hasattr` on the wrapper looks the name up on the original module: the names it lacks are skipped.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+    def generate(self, x):
+        return self.head(x)
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = fabric.setup(LM())
+for name in ("generate", "sample"):
+    if hasattr(model, name):
+        model.mark_forward_method(name)
+''',
 )
 
 INVALID = (

@@ -125,6 +125,25 @@ fabric = Fabric(accelerator="cpu", devices=1)  # "32-true": no hook raises
 model = fabric.setup(nn.Linear(4, 1))
 model(torch.randn(2, 4)).sum().backward()
 ''',
+    # The arm that would call `loss.backward()` never runs: every instance is given the Fabric.
+    '''
+import torch
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class Rule:
+    def __init__(self, model, fabric=None):
+        self.model = model
+        self.fabric = fabric
+    def update(self, x):
+        loss = self.model(x).sum()
+        loss.backward() if self.fabric is None else self.fabric.backward(loss)
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp", precision="bf16-mixed")
+fabric.launch()
+rule = Rule(**{"model": fabric.setup(nn.Linear(4, 1)), "fabric": fabric})
+rule.update(torch.randn(2, 4))
+''',
 )
 
 INVALID = (
