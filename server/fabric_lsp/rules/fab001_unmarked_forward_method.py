@@ -73,7 +73,10 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     if severity is None:
         return None
     source = facts.source(call.path)
-    strongest = strongest_path([p for p, _ in raising])
+    # The most certain path; among equals, the one set up under the name the call uses (`agent.actor`),
+    # so that the message names that model's mark, not another one that reaches here too.
+    receiver = _receiver_text(source, call)
+    strongest = strongest_path(sorted((p for p, _ in raising), key=lambda p: _names_receiver(facts, p, receiver)))
     when = joined_phrase((call.when or "", strongest.origin.when))
     certain = severity == Severity.ERROR
     severity = under_choice(severity, when)
@@ -81,7 +84,6 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     origin = strongest.origin
     origin_source = facts.source(origin.path)
     target = origin.target_text(origin_source)
-    receiver = _receiver_text(source, call)
     class_names = sorted({i.class_name for _, i in raising if i.class_name})
     class_name = info.class_name or "the wrapped model"
     qualified_method = f"{info.class_name}.{call.method}()" if info.class_name else f"{call.method}()"
@@ -207,6 +209,12 @@ def _same_scope(origin: Origin, call: MethodCallFact) -> bool:
     scope_node = call.scope.node
     return getattr(scope_node, "lineno", 0) <= origin.site.lineno <= getattr(scope_node, "end_lineno", 1 << 30) or \
         call.scope.kind == "module"
+
+
+def _names_receiver(facts: ProgramFacts, path: WrappedPath, receiver: str) -> int:
+    """0 when the path's setup binds the wrapper to the name the call uses, else 1 (a sort key)."""
+    origin_source = facts.source(path.origin.path)
+    return 0 if origin_source is not None and path.origin.target_text(origin_source) == receiver else 1
 
 
 def _receiver_text(source, call: MethodCallFact) -> str:
