@@ -448,7 +448,7 @@ def test_rules_lists_every_rule(tmp_path, monkeypatch, capsys):
     lines = out.splitlines()
     assert [line.split()[:3] for line in lines] == [[r.code, r.name, r.record_id] for r in RULES]
     assert [line.split()[0] for line in lines] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005", "FAB006", "FAB007",
-                                                   "FAB008"]
+                                                   "FAB008", "FAB009"]
     assert lines[3].split()[1:3] == ["mark-forward-method-invalid-name", "5cc4a68dd37501f7"]
     code, out, _ = run(["rules", "--format", "json"], tmp_path, monkeypatch, capsys)
     assert code == 0

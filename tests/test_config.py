@@ -110,7 +110,7 @@ def test_bad_override_keeps_the_files_value(tmp_path):
     config, problems = load_config(tmp_path, {"select": ["NOPE"]}, overrides_source="settings")
     assert config.select == {"FAB003"}
     assert problems == [
-        "fabric-lsp: config: settings: select: unknown rule code 'NOPE' (known: FAB001, FAB002, FAB003, FAB004, FAB005, FAB006, FAB007, FAB008); not overriding"
+        "fabric-lsp: config: settings: select: unknown rule code 'NOPE' (known: FAB001, FAB002, FAB003, FAB004, FAB005, FAB006, FAB007, FAB008, FAB009); not overriding"
     ]
     # One bad entry among good ones: the good ones keep their meaning (never every rule).
     config, problems = load_config(tmp_path, {"select": ["FAB002", "FAB01"]}, overrides_source="settings")
@@ -122,11 +122,11 @@ def test_bad_override_keeps_the_files_value(tmp_path):
 @pytest.mark.parametrize(
     "line, key, problem",
     [
-        ('select = ["FAB001", "FAB999"]', "select", "unknown rule code 'FAB999' (known: FAB001, FAB002, FAB003, FAB004, FAB005, FAB006, FAB007, FAB008)"),
+        ('select = ["FAB001", "FAB999"]', "select", "unknown rule code 'FAB999' (did you mean 'FAB009'?)"),
         ('select = "FAB001"', "select", "expected a list of rule codes, got string 'FAB001'"),
         ("ignore = [1]", "ignore", "found integer 1"),
         ('severity = "error"', "severity", "expected a table of code = severity, got string 'error'"),
-        ('severity = {FAB009 = "error"}', "severity", "unknown rule code 'FAB009' (did you mean 'FAB008'?)"),
+        ('severity = {FAB010 = "error"}', "severity", "unknown rule code 'FAB010' (did you mean 'FAB009'?)"),
         ('severity = {FAB001 = "fatal"}', "severity", "FAB001: expected one of error, warning, information, hint, got 'fatal'"),
         ("python = 3", "python", "expected a path to a Python interpreter, got integer 3"),
         ('exclude = "build"', "exclude", "expected a list of strings, got string 'build'"),

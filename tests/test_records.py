@@ -35,9 +35,13 @@ FAB005_ID = "232fae503d8e4e1d"
 FAB006_ID = "1530a0a419e77f8e"
 FAB007_ID = "aa5948b33c548d53"
 FAB008_ID = "7affc520177ccdfc"
-ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]
-OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID]  # the project's own records (not seeds)
+FAB009_ID = "613222fb39e35191"
+ALL_IDS = [FAB001_ID, FAB002_ID, FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID, FAB009_ID]
+# the project's own records (not seeds)
+OWN_IDS = [FAB003_ID, FAB004_ID, FAB005_ID, FAB006_ID, FAB007_ID, FAB008_ID, FAB009_ID]
 COMMIT = "9fed5c27d2a62ff0efd6c3573599921d6ff67c14"
+# FAB009's error is torch's own (DistributedDataParallel.__init__): its record points at torch 2.13.0's source.
+TORCH_COMMIT = "cf30153c4c131c8164ee7798e5022d810682e2cb"
 
 # Printed by Lightning 2.6.6 (see test_patterns_match_messages_lightning_prints, which regenerates them).
 FAB001_MESSAGE = (
@@ -94,7 +98,7 @@ def test_shipped_records_load_without_problems():
     assert records.by_id(FAB004_ID).error_class == "AttributeError"
     assert records.by_id("0000000000000000") is None
     assert [records.by_id(r.id).code for r in records.records] == ["FAB001", "FAB002", "FAB003", "FAB004", "FAB005",
-                                                                    "FAB006", "FAB007", "FAB008"]
+                                                                    "FAB006", "FAB007", "FAB008", "FAB009"]
     # the other runtime paths of records/paths.json, attached to their records
     assert [p.name for p in records.by_id(FAB002_ID).paths] == ["fsdp", "model_parallel"]
     assert [p.name for p in records.by_id(FAB004_ID).paths] == ["forward"]
@@ -116,6 +120,7 @@ def test_rules_table_names_codes_and_existing_records():
         ("FAB006", "loss-backward-on-wrapped-output"),
         ("FAB007", "setup-misuse"),
         ("FAB008", "launch-misuse"),
+        ("FAB009", "frozen-module-setup"),
     ]
     assert [rule.record_id for rule in RULES] == ALL_IDS
     for rule in RULES:
@@ -146,12 +151,20 @@ def test_own_records_have_every_seed_field_in_the_seed_order(record_id):
     assert list(document["record"]) == seed_keys
     record = document["record"]
     assert record["schemaVersion"] == 2
-    assert record["filePath"] in ("src/lightning/fabric/wrappers.py", "src/lightning/fabric/fabric.py")
-    assert record["analyzedSha"] == COMMIT
-    assert record["githubUrl"] == (
-        f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/{record['filePath']}"
-        f"#L{record['sourceCodeStart']}-L{record['sourceCodeEnd']}"
-    )
+    if record["repo"] == "pytorch/pytorch":
+        assert record["filePath"] == "torch/nn/parallel/distributed.py"
+        assert record["analyzedSha"] == TORCH_COMMIT
+        assert record["githubUrl"] == (
+            f"https://github.com/pytorch/pytorch/blob/{TORCH_COMMIT}/{record['filePath']}"
+            f"#L{record['sourceCodeStart']}-L{record['sourceCodeEnd']}"
+        )
+    else:
+        assert record["filePath"] in ("src/lightning/fabric/wrappers.py", "src/lightning/fabric/fabric.py")
+        assert record["analyzedSha"] == COMMIT
+        assert record["githubUrl"] == (
+            f"https://github.com/Lightning-AI/pytorch-lightning/blob/{COMMIT}/{record['filePath']}"
+            f"#L{record['sourceCodeStart']}-L{record['sourceCodeEnd']}"
+        )
     # the id convention written in records/rules_table.py
     key = f"{record['repo']}\n{record['filePath']}\n{record['errorMessage']}"
     assert record["id"] == hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
@@ -188,6 +201,20 @@ def _installed_lightning_file(relative: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("lightning is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def test_fab009_record_lines_are_the_installed_torch_lines():
+    record = default_records().by_id(FAB009_ID)
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / record["filePath"].removeprefix("torch/")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert "self._log_and_throw(" in lines[record["lineNumber"] - 1]
+    assert "\n".join(lines[record["sourceCodeStart"] - 1 : record["sourceCodeEnd"]]) == record["sourceCode"]
+    import torch
+
+    assert torch.version.git_version == TORCH_COMMIT
 
 
 @pytest.mark.parametrize(

@@ -44,8 +44,8 @@ def test_rules_format_markdown_prints_the_pages(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == (DOCS / "FAB003.md").read_text(encoding="utf-8")
     assert main(["rules", "--format", "markdown", "mark-forward-method-invalid-name"]) == 0
     assert capsys.readouterr().out == (DOCS / "FAB004.md").read_text(encoding="utf-8")
-    assert main(["rules", "FAB009"]) == 2
-    assert "rules: no rule 'FAB009'" in capsys.readouterr().err
+    assert main(["rules", "FAB099"]) == 2
+    assert "rules: no rule 'FAB099'" in capsys.readouterr().err
 
 
 def _blocks(page: str, language: str) -> list[str]:

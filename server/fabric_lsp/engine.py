@@ -23,6 +23,7 @@ from fabric_lsp.analysis.workspace import Workspace, interpreter_sys_path
 from fabric_lsp.settings.config import Config
 from fabric_lsp.sources.files import unchanged_on_disk
 from fabric_lsp.findings import Finding, Severity
+from fabric_lsp.rules.first_error import apply as first_errors
 from fabric_lsp.report.syntax import said_analysis_notices
 from fabric_lsp.rules import ALL_RULES
 from fabric_lsp.sources.project_root import forget_project_roots, project_root_for  # noqa: F401 (engine's names too)
@@ -173,6 +174,7 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
             continue
         for finding in found:
             by_file.setdefault(finding.span.path, []).append(finding)
+    by_file = first_errors(by_file)  # what a certain earlier error stops is not reported
     # Every keystroke in an editor analyses the program again: its files of newer syntax are one line.
     for notice in said_analysis_notices(facts.notices, listed_by=""):
         log.info("%s", notice)

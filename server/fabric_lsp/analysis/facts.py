@@ -23,12 +23,13 @@ from fabric_lsp.analysis.flow_state import (
     MAX_ORDERED_WRAPS, Event, MetaTag, class_key, compatible, describe, site_key, sort_key,
 )
 from fabric_lsp.analysis.libraries import models as library_models
+from fabric_lsp.analysis.libraries.torch_tables import tables
 from fabric_lsp.analysis.modules import Known, ModuleAnalyzer, RunsModule, literal
 from fabric_lsp.analysis.order import CallOrder
 from fabric_lsp.analysis.source import SourceFile
 from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import (
-    Bound, Class, Const, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
+    SINGLE, WRAPPING, Bound, Class, Const, Container, FabricValue, Instance, Special, Strategy, Unknown, Wrapped, const,
 )
 from fabric_lsp.findings import Span
 
@@ -182,6 +183,24 @@ class MetaModelFact:
 
 
 @dataclass
+class FrozenSetupFact:
+    """`fabric.setup(m)` / `setup_module(m)` where `m` has no parameter that requires a gradient on every way
+    to the call (frozen by `requires_grad_(False)` or a loop over its parameters, or a class that owns none):
+    DDP refuses to wrap it (FAB009)."""
+
+    node: ast.Call
+    path: str
+    scope: ir.Scope
+    statement: ast.AST | None
+    origin: Origin
+    frozen_at: tuple  # (path, node) of the freezing calls or loops, for the related information ("" class: no node)
+    reason: str  # "every parameter is frozen by `ema.requires_grad_(False)`", "`Stats` owns only buffers"
+    method: str  # "setup" | "setup_module"
+    optimizers: bool  # setup(model, optimizer, ...): the fix cannot drop the setup
+    when: str = ""
+
+
+@dataclass
 class FabricUse:
     """A call on a Fabric object: `launch(...)`, or one of the methods that need it launched first
     (`setup`, `setup_module`, `init_module`, `barrier`, ...: semantics/fabric.LAUNCH_CHECKED_METHODS)."""
@@ -256,6 +275,115 @@ def _known(value):
     return Known.UNKNOWN
 
 
+# -- modules without a trainable parameter set up (FAB009) ---------------------------------------------------
+def _frozen_setups(facts: ProgramFacts, events: list[Event], origins: dict[int, Origin]) -> None:
+    """A setup whose module, on every way the analysis sees it, has no parameter that requires a gradient."""
+    found: dict[int, FrozenSetupFact | None] = {}
+    for event in events:
+        if event.kind != "setup" or not facts.solver.feasible(event.variant):
+            continue
+        origin = origins.get(id(event.node))
+        if origin is None or found.get(id(event.node), 0) is None:
+            continue
+        modules = [v for v in event.data["values"] if v != _NONE_VALUE]
+        verdicts = [_frozen(facts, value) for value in modules]
+        if not verdicts or any(v is None for v in verdicts):
+            found[id(event.node)] = None  # one way gives a module that trains, or one the analysis cannot see
+            continue
+        frozen_at = tuple(dict.fromkeys(at for at, _ in verdicts if at is not None))
+        node = event.node
+        method = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "setup"
+        known = found.get(id(event.node))
+        if known:
+            known.frozen_at = tuple(dict.fromkeys(known.frozen_at + frozen_at))
+            known.when = _either_way(known.when, facts.when(event))
+            continue
+        found[id(event.node)] = FrozenSetupFact(
+            node, event.path, event.scope, event.statement, origin, frozen_at, verdicts[0][1], method,
+            isinstance(node, ast.Call) and len(node.args) > 1, facts.when(event))
+    facts.frozen_setups = sorted((f for f in found.values() if f), key=lambda f: (f.path, _position(f.node)))
+
+
+def ddp_refusal(facts: "ProgramFacts", fabric) -> tuple[bool | None, str]:
+    """Does setup under this Fabric wrap the module in DistributedDataParallel? True (the strategy the code
+    states is a DDP one), None (it depends: a strategy chosen at run time, the machine's devices, `"dp"`), False
+    (single device, FSDP, DeepSpeed, XLA); and the setting that decides, for the message."""
+    strategy = facts.strategy(fabric)
+    if strategy.kind == SINGLE:
+        return False, strategy.description
+    names = facts.solver.strategy_names(fabric)
+    if names is None:
+        return None, strategy.description
+    verdicts = set()
+    for name in names:
+        if name == "auto":
+            if strategy.kind == WRAPPING:
+                verdicts.add(True)  # devices>1 or num_nodes>1 with the default strategy: DDP
+            else:
+                verdicts.add(None)  # the machine decides (`devices="auto"` on several GPUs: DDP)
+            continue
+        known = tables().strategy(name)
+        if known is None:
+            verdicts.add(None)
+        elif known.name == "DDPStrategy":
+            verdicts.add(True)
+        elif known.name == "DataParallelStrategy":
+            verdicts.add(None)  # DataParallel on GPUs; on a machine without them "dp" becomes DDP
+        else:
+            verdicts.add(False)
+    if verdicts == {True}:
+        return True, strategy.description
+    if verdicts == {False}:
+        return False, strategy.description
+    return None, strategy.description
+
+
+def refused_setups(facts: "ProgramFacts") -> dict:
+    """Setups that raise (FAB009) on every configuration where the module they wrap would be a wrapper that
+    guards its methods: the Fabric's strategy is a DDP one, or "auto" (which wraps only when it picks DDP, with
+    several devices); id(setup call) -> its fact. A later call on that wrapper is never reached there."""
+    known = facts.__dict__.get("_refused_setups")
+    if known is None:
+        known = {}
+        for fact in facts.frozen_setups:
+            if fact.when or not fact.origin.fabrics:
+                continue
+            if all(_covers_wrapping(facts, fabric) for fabric in fact.origin.fabrics):
+                known[id(fact.node)] = fact
+        facts.__dict__["_refused_setups"] = known
+    return known
+
+
+def _covers_wrapping(facts: "ProgramFacts", fabric) -> bool:
+    names = facts.solver.strategy_names(fabric)
+    if not names:
+        return False
+    for name in names:
+        if name == "auto":
+            continue
+        found = tables().strategy(name)
+        if found is None or found.name != "DDPStrategy":
+            return False
+    return True
+
+
+def _frozen(facts: ProgramFacts, value) -> tuple | None:
+    """((path, node) where it was frozen, or None for a class that owns no trainable parameter; the reason), or
+    None when the module may have a parameter that requires a gradient (or cannot be seen)."""
+    if not isinstance(value, Instance):
+        return None
+    if value.frozen is not None:
+        path, node = value.frozen
+        text = facts.program.segment(path, node) if path else ""
+        how = f"`{text}`" if text and len(text) <= 80 else "the call that freezes it"
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("parameters", "named_parameters"):
+            how = f"the loop over {how}"  # `for p in m.parameters(): p.requires_grad = False`
+        return (path, node), f"every parameter is frozen by {how}"
+    cls = facts.resolver.ref_of(value.cls)
+    reason = facts.modules.without_trainable_parameters(cls)
+    return (None, reason) if reason is not None else None
+
+
 def _either_way(known: str | None, found: str) -> str:
     """The choice a site is reached under, over every way to it: "" as soon as one way is the default run's."""
     if known is None:
@@ -307,7 +435,11 @@ class ProgramFacts:
     origins: dict[int, Origin] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     fabrics: list[FabricFact] = field(default_factory=list)
+    frozen_setups: list[FrozenSetupFact] = field(default_factory=list)
     reach: ChoiceReach | None = None
+    # Findings left out because an earlier error on their path stops the program first (rules/first_error):
+    # (id of the stopping setup call, code, path, node, headline), filled by the rules that leave them out.
+    masked: list = field(default_factory=list)
 
     def when(self, event: Event) -> str:
         """The run-time choice an event happens under ("when run with `--sample`"), "" on the default run's way."""
@@ -413,6 +545,7 @@ def analyze(program) -> ProgramFacts:
     _backwards(facts, events, origins)
     _setup_misuses(facts, events, origins)
     _fabrics(facts, events)
+    _frozen_setups(facts, events, origins)
     return facts
 
 

@@ -94,7 +94,7 @@ class Event:
 
 class _Frame:
     __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
-                 "variant", "decider", "written", "fresh", "in_loop", "constructed", "guards")
+                 "variant", "decider", "written", "fresh", "in_loop", "constructed", "guards", "excluded")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -119,6 +119,9 @@ class _Frame:
         self.in_loop = False
         self.constructed: ast.AST | None = None  # the last constructor call of a project class
         self.guards: tuple = ()  # the run-time choices this branch is taken under (semantics/run_choices.py)
+        # In the program's Fabric-less mode (`if self.fabric is None:`, PythonBranches.fabric_absent_arm): which
+        # wrapped models reach this branch cannot be told, so what happens to them here is not recorded.
+        self.excluded = False
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -138,6 +141,7 @@ class _Frame:
         other.in_loop = self.in_loop
         other.constructed = None
         other.guards = self.guards
+        other.excluded = self.excluded
         return other
 
     def merge(self, other: "_Frame") -> bool:
@@ -323,7 +327,8 @@ def _describe(value) -> str:
             where += _describe_variant(meta[6])
         declared = value.declared
         annotated = f":{declared[0]}:{_describe(declared[1])}:{declared[2]}" if declared else ""
-        return f"{_describe(value.cls)}:{where}:{value.compiled}{annotated}"
+        frozen = f":frozen@{_describe(value.frozen)}" if value.frozen is not None else ""
+        return f"{_describe(value.cls)}:{where}:{value.compiled}{annotated}{frozen}"
     if isinstance(value, Bound):
         return f"{_describe(value.function)}@{_describe(value.receiver)}"
     if isinstance(value, WrappedMethod):

@@ -464,6 +464,49 @@ class ModuleAnalyzer:
             [item for index, item in enumerate(facts.parametrizations) if ("parametrizations", index) not in dropped],
         )
 
+    # -- FAB009: no parameter that requires a gradient ------------------------------------------------------
+    def without_trainable_parameters(self, cls: ClassRef, depth: int = 0) -> str | None:
+        """Why an instance of `cls` has no parameter that requires a gradient ("`Stats` owns only buffers"),
+        or None when it may have one (or cannot be read): every attribute its methods bind must be known, the
+        tensors it owns must be buffers or `nn.Parameter(..., requires_grad=False)`, its child modules must have
+        none, and its bases must be the project's or `nn.Module`."""
+        if depth > 8 or cls is None:
+            return None
+        if isinstance(cls, LibraryClass):
+            return f"`{cls.qualified.rsplit('.', 1)[-1]}` has no parameter" if cls.qualified in _PARAMETER_FREE else None
+        if not isinstance(cls, ClassInfo):
+            return None
+        for ref in self.resolver.mro(cls):
+            if isinstance(ref, LibraryClass) and ref.qualified not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                return None
+            if ref is None:
+                return None
+        for ref in self.resolver.mro(cls):
+            if isinstance(ref, ClassInfo) and _creates_parameters_outside_init(ref):
+                return None
+        kinds, classes = self.attribute_kinds(cls)
+        if any(kind == UNKNOWN for kind in kinds.values()):
+            return None
+        facts = self.module_facts(cls)
+        constant = 0
+        for owned in facts.owned:
+            if owned.kind == "parameter":
+                if not _frozen_parameter(owned.statement):
+                    return None
+                constant += 1
+        for child in facts.children:
+            if self.without_trainable_parameters(child.cls, depth + 1) is None:
+                return None
+        built = {child.attribute for child in facts.children}
+        for attribute, kind in kinds.items():
+            if kind == MODULE and attribute not in built:
+                if self.without_trainable_parameters(classes.get(attribute), depth + 1) is None:
+                    return None
+        buffers = any(owned.kind == "buffer" for owned in facts.owned)
+        what = ("only parameters with `requires_grad=False`" + (" and buffers" if buffers else "")) if constant \
+            else "only buffers" if buffers else "no parameter"
+        return f"`{cls.name}` holds {what}"
+
     def taken(self, guards: tuple) -> bool:
         """Can the branches these guards name all be taken with the values the program gives their
         tests (a flag whose default is off, never set: not)? Without the value flow: yes."""
@@ -867,6 +910,43 @@ def guards_of(function: ast.AST) -> dict[int, tuple]:
         pending.extend((child, guards) for child in ast.iter_child_nodes(node))
     function.__dict__["_fabric_lsp_guards"] = found
     return found
+
+
+# torch.nn classes that hold no parameter whatever their arguments (activations, dropout, pooling, reshaping).
+_PARAMETER_FREE = frozenset("torch.nn." + name for name in (
+    "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Hardtanh", "Hardswish", "Hardsigmoid", "LeakyReLU",
+    "ELU", "SELU", "CELU", "Softplus", "Softsign", "Tanhshrink", "Softmax", "LogSoftmax", "Softmin", "Identity",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Flatten", "Unflatten", "MaxPool1d",
+    "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample",
+    "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ReflectionPad2d", "ReplicationPad2d", "ConstantPad2d",
+    "CosineSimilarity", "PairwiseDistance", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
+))
+
+
+def _frozen_parameter(statement: ast.stmt) -> bool:
+    """Is the `nn.Parameter(...)` this statement makes given `requires_grad=False` (a literal)?"""
+    for node in walk(statement):
+        if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "Parameter":
+            for keyword in node.keywords:
+                if keyword.arg == "requires_grad":
+                    return isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+            return len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value is False
+    return False
+
+
+def _creates_parameters_outside_init(cls: ClassInfo) -> bool:
+    """Does a method other than `__init__` make a parameter or add a module (`self.w = nn.Parameter(...)`,
+    `register_parameter`, `add_module`)? Then what an instance holds is not read from `__init__` alone."""
+    for name, method in cls.methods().items():
+        if name == "__init__":
+            continue
+        for node in walk(method):
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if called in ("Parameter", "register_parameter", "add_module", "register_module"):
+                    return True
+    return False
 
 
 # -- one call site's arguments ------------------------------------------------------------------------------

@@ -136,6 +136,9 @@ class Instance(NamedTuple):
     # Known only from an annotation (`teacher: PPOModel = instantiate(...)`): (path, annotation node,
     # what it annotates as a phrase). The object may be of a subclass: a name missing here is unknown.
     declared: object = None
+    # Every parameter made not to require a gradient (`m.requires_grad_(False)`, `for p in m.parameters():
+    # p.requires_grad = False`), by the call or loop at (path, node): DDP refuses to wrap it (FAB009).
+    frozen: object = None
 
 
 class Strategy(NamedTuple):

@@ -76,6 +76,13 @@ RULES: tuple[Rule, ...] = (
         "fabric.launch(train(fabric)) passes the function's result (TypeError: needs to be a callable); "
         "launch(fn) with fn taking no argument, and launch() without a function under a spawn strategy, raise TypeError.",
     ),
+    Rule(
+        "FAB009",
+        "frozen-module-setup",
+        "613222fb39e35191",
+        "A module with no parameter that requires a gradient (a frozen EMA, teacher or VAE, a module of buffers) "
+        "set up under DDP raises RuntimeError: DistributedDataParallel is not needed; move it with fabric.to_device.",
+    ),
 )
 
 _BY_CODE = {rule.code: rule for rule in RULES}

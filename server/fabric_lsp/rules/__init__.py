@@ -11,6 +11,7 @@ from fabric_lsp.rules import (
     fab006_loss_backward_on_wrapped_output,
     fab007_setup_misuse,
     fab008_launch_misuse,
+    fab009_frozen_module_setup,
 )
 from fabric_lsp.rules.base import RuleModule
 
@@ -23,4 +24,5 @@ ALL_RULES: tuple[RuleModule, ...] = (
     fab006_loss_backward_on_wrapped_output.RULE,
     fab007_setup_misuse.RULE,
     fab008_launch_misuse.RULE,
+    fab009_frozen_module_setup.RULE,
 )

@@ -24,6 +24,7 @@ from fabric_lsp.rules.base import (
     where,
 )
 from fabric_lsp.analysis.choice_reach import joined_phrase
+from fabric_lsp.analysis.facts import refused_setups
 
 CODE = "FAB001"
 NAME = "unmarked-forward-method"
@@ -69,10 +70,18 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
             raising.append((path, info))
         else:
             safe += 1
+    source = facts.source(call.path)
+    # The first error on the way: a model whose own setup DDP refuses (FAB009) is never reached where it
+    # would raise; the setup's finding names this call instead.
+    refused = refused_setups(facts)
+    stopped = [(p, i) for p, i in raising if id(p.origin.site) in refused and not p.compiled]
+    raising = [(p, i) for p, i in raising if (p, i) not in stopped]
+    if stopped and not raising and source is not None:
+        facts.masked.append((id(stopped[0][0].origin.site), CODE, call.path, call.node,
+                             f"`{source.segment(call.node)[:60]}` raises FAB001 unless `{call.method}` is marked"))
     severity = combined_severity((path_severity(p.strategy, compiled=p.compiled) for p, _ in raising), safe)
     if severity is None:
         return None
-    source = facts.source(call.path)
     # The most certain path; among equals, the one set up under the name the call uses (`agent.actor`),
     # so that the message names that model's mark, not another one that reaches here too.
     receiver = _receiver_text(source, call)

@@ -12,6 +12,7 @@ from fabric_lsp.analysis import MarkFact, ProgramFacts, wrapped_paths
 from fabric_lsp.analysis.caught import catching_handler
 from fabric_lsp.analysis.values import Function, WrappedMethod
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
+from fabric_lsp.rules.first_error import stopping
 from fabric_lsp.rules.base import (
     RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path, under_choice,
 )
@@ -24,6 +25,9 @@ def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for mark in facts.marks:
         finding = _finding(facts, mark)
+        if finding is not None and finding.context.get("type") == "function" and any(
+                isinstance(v, Function) and not v.external for v in mark.values):
+            finding = stopping(finding, facts.source(mark.path).tree, mark.node)  # a TypeError on every strategy
         if finding is not None:
             findings.append(finding)
     return findings

@@ -18,6 +18,7 @@ from fabric_lsp.analysis.literal_sources import LiteralFinder
 from fabric_lsp.analysis.values import Const
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, combined_severity, record_id, under_choice
+from fabric_lsp.rules.first_error import stopping
 
 CODE = "FAB004"
 NAME = "mark-forward-method-invalid-name"
@@ -51,6 +52,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
             if catching_handler(facts.source(mark.path).tree, mark.node, error) is not None:
                 continue  # `try: ... except AttributeError:` around it: the program goes on without the mark
             finding = _forward(facts, mark, computed) if name == "forward" else _not_a_method(facts, mark, name, computed)
+            finding = stopping(finding, facts.source(mark.path).tree, mark.node)  # raises on every strategy
             if finding is not None:
                 findings.append(finding)
     return findings
@@ -358,8 +360,30 @@ class LM(nn.Module):
 fabric = Fabric(accelerator="cpu", devices=1)
 model = fabric.setup(LM())
 model.mark_forward_method("genrate")  # expect: FAB004 error
-model.mark_forward_method("temperature")  # expect: FAB004 error
-model.mark_forward_method("forward")  # expect: FAB004 error
+''',
+    # Each mark raises on every strategy, so only the first one of a function is reached: one per function.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+        self.temperature = 0.7
+    def generate(self, x):
+        return self.head(x)
+
+def mark_attribute(model):
+    model.mark_forward_method("temperature")  # expect: FAB004 error
+
+def mark_forward(model):
+    model.mark_forward_method("forward")  # expect: FAB004 error
+
+fabric = Fabric(accelerator="cpu", devices=1)
+model = fabric.setup(LM())
+mark_attribute(model)
+mark_forward(model)
 ''',
 )
 

@@ -15,6 +15,7 @@ import ast
 from fabric_lsp.analysis import ProgramFacts, SetupMisuseFact
 from fabric_lsp.findings import Applicability, Finding, Fix, Position, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id, under_choice_finding, where
+from fabric_lsp.rules.first_error import stopping
 
 CODE = "FAB007"
 NAME = "setup-misuse"
@@ -24,6 +25,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for fact in facts.setup_misuses:
         finding = under_choice_finding(_BUILDERS[fact.kind](facts, fact), fact.when)
+        finding = stopping(finding, facts.source(fact.path).tree, fact.node)  # refused before anything runs
         if finding is not None:
             findings.append(finding)
     return findings
@@ -259,8 +261,28 @@ model = nn.Linear(1, 1)
 wrapped = fabric.setup(model)
 with fabric.no_backward_sync(model):  # expect: FAB007 error
     pass
-loader = fabric.setup_dataloaders(Squares())  # expect: FAB007 error
-loaders = fabric.setup_dataloaders([DataLoader(Squares()), DataLoader(Squares())])  # expect: FAB007 error
+''',
+    # Each refusal stops the program where it is: one per function (a later one in the same function is named
+    # in the first one's notes).
+    '''
+from torch.utils.data import DataLoader, Dataset
+from lightning.fabric import Fabric
+
+class Squares(Dataset):
+    def __len__(self):
+        return 8
+    def __getitem__(self, index):
+        return float(index) ** 2
+
+def loaders(fabric):
+    return fabric.setup_dataloaders(Squares())  # expect: FAB007 error
+
+def both(fabric):
+    return fabric.setup_dataloaders([DataLoader(Squares()), DataLoader(Squares())])  # expect: FAB007 error
+
+fabric = Fabric(accelerator="cpu", devices=1)
+loaders(fabric)
+both(fabric)
 ''',
 )
 

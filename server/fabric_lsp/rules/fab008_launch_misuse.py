@@ -16,6 +16,7 @@ from fabric_lsp.analysis import FabricFact, FabricUse, ProgramFacts
 from fabric_lsp.analysis.values import LAUNCH_SPAWN, Bound, Const, Function
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id, under_choice_finding
+from fabric_lsp.rules.first_error import stopping
 
 CODE = "FAB008"
 NAME = "launch-misuse"
@@ -29,6 +30,7 @@ def check(facts: ProgramFacts) -> list[Finding]:
             if id(launch.node) in seen:
                 continue
             finding = under_choice_finding(_finding(facts, fabric, launch), launch.when)
+            finding = stopping(finding, facts.source(launch.path).tree, launch.node)  # launch refuses it
             if finding is not None:
                 seen.add(id(launch.node))
                 findings.append(finding)

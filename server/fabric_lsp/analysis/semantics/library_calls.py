@@ -36,6 +36,8 @@ class LibraryCalls:
     they return, answered from the generated tables."""
 
     def _library_instance_attribute(self, inst: Instance, name: str) -> frozenset:
+        if name == "requires_grad_":
+            return frozenset({Special("requires_grad", inst)})  # semantics/torch.py: frozen or not
         if name in _RETURNS_SELF:
             return frozenset({Special("returns_receiver", inst)})
         if isinstance(inst.cls, Lib) and library_models.is_class(inst.cls.qualified):

@@ -173,13 +173,16 @@ class PythonStatements:
         if taken is not None:  # a constant of the program, or the case this run follows
             self._exec(statement[2] if taken else statement[3], frame)
             return
-        guards = frame.guards
+        guards, excluded = frame.guards, frame.excluded
         when_true, when_false = self.arm_guards(statement[1], self._last_test_values)
+        absent = self.fabric_absent_arm(statement[1], frame)
         other = frame.fork()
         if when_true:
             frame.guards = guards + (when_true,)
         if when_false:
             other.guards = guards + (when_false,)
+        if absent is not None:
+            (frame if absent else other).excluded = True
         self._narrow(statement[1], frame, True)
         self._narrow(statement[1], other, False)
         self._exec(statement[2], frame)
@@ -191,6 +194,7 @@ class PythonStatements:
         ends_body, ends_else = _ends(node.body), _ends(node.orelse)
         frame.guards = else_guards if ends_body and not ends_else else body_guards if ends_else and not ends_body \
             else guards
+        frame.excluded = excluded
 
     def _narrow(self, test: tuple, frame: _Frame, holds: bool) -> None:
         """What a branch's condition says about a local name: `isinstance(x, C)` (C classes of the
@@ -287,6 +291,7 @@ class PythonStatements:
             self._exec(body, branch)
 
         self._loop(frame, once, statement[4])
+        self._freezing_loop(statement, iterable, frame)  # `for p in m.parameters(): p.requires_grad = False`
 
     def _s_while(self, statement, frame: _Frame) -> None:
         test, body = statement[1], statement[2]

@@ -102,6 +102,30 @@ class PythonBranches:
                 return False
         return True
 
+    # -- the program's Fabric-less mode -------------------------------------------------------------------
+    def fabric_absent_arm(self, test: tuple, frame: _Frame) -> bool | None:
+        """Which arm of a test on an optional Fabric runs without it: `if self.fabric is None:`, `if not fabric:`,
+        `... if self.fabric is None else self.fabric.backward(loss)` (True: the true arm, False: the false arm,
+        None: not such a test). A value that is a Fabric on some ways and None on others is the program's
+        Fabric-less mode: the objects built without a Fabric take that arm, and which models they are given
+        (one summary per class and function) cannot be told, so a wrapped model there is unknown."""
+        kind, polarity = test[0], True
+        while kind == "not":
+            test, polarity, kind = test[1], not polarity, test[1][0]
+        if kind == "compare" and len(test[2]) == 1 and test[2][0][1] == ("const", None) and test[2][0][0] in ("Is", "IsNot"):
+            operand, none_arm = test[1], (test[2][0][0] == "Is") == polarity
+        elif kind in ("attr", "name"):
+            operand, none_arm = test, not polarity
+        else:
+            return None
+        if not _pure_chain(operand):
+            return None
+        values = self.ev(operand, frame)
+        if _NONE_VALUE in values and any(isinstance(v, FabricValue) for v in values) \
+                and all(isinstance(v, FabricValue) or v == _NONE_VALUE for v in values):
+            return none_arm
+        return None
+
     def has_attribute(self, value, name: str) -> bool | None:
         """`hasattr(value, name)`: True or False when the program says, None when it cannot be told.
         On a Fabric-wrapped model the name is looked up on the wrapper, then on the original module
@@ -238,6 +262,16 @@ _TRUE_BASES = frozenset((
     "pytorch_lightning.LightningModule",
 ))
 _WRAPPER_NAMES = frozenset(("module", "_original_module", "_forward_module", "mark_forward_method", "forward"))
+
+
+_NONE_VALUE = const(None)
+
+
+def _pure_chain(expr: tuple) -> bool:
+    """A name or an attribute chain on one (`self.fabric`): evaluating it again reads, and runs nothing."""
+    while expr[0] == "attr":
+        expr = expr[1]
+    return expr[0] == "name"
 
 
 def _attributes_known(qualified: str) -> bool:

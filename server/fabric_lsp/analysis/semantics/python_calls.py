@@ -132,7 +132,10 @@ class PythonCalls:
         if isinstance(callee, Function):
             if callee.external:
                 return JUST_UNKNOWN
-            return self._tagged(self._call_function(callee.scope, call.args, call.kwargs, call.node, call.frame), call)
+            result = self._tagged(self._call_function(callee.scope, call.args, call.kwargs, call.node, call.frame), call)
+            if call.arg_exprs:
+                self._frozen_by_callee(callee.scope, call)  # `freeze(ema)`
+            return result
         if isinstance(callee, Bound):
             function = callee.function
             if function.external:
@@ -444,6 +447,8 @@ class PythonCalls:
             return found
         if kind == "config_method":
             return self._config_method_call(special, call)
+        if kind == "requires_grad":
+            return self._requires_grad_call(special, call)
         if kind == "fabric_method":
             return self._fabric_call(special.receiver, special.extra, call)
         if kind == "fabric_init":

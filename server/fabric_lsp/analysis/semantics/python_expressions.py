@@ -153,13 +153,16 @@ class PythonExpressions:
         taken = self._decide(test, node, frame)
         if taken is not None:
             return self.ev(body if taken else orelse, frame)
-        guards = frame.guards
+        guards, excluded = frame.guards, frame.excluded
         when_true, when_false = self.arm_guards(test, self._last_test_values)
+        absent = self.fabric_absent_arm(test, frame)
         frame.guards = guards + (when_true,) if when_true else guards
+        frame.excluded = excluded or absent is True
         found = self.ev(body, frame)
         frame.guards = guards + (when_false,) if when_false else guards
+        frame.excluded = excluded or absent is False
         found = found | self.ev(orelse, frame)
-        frame.guards = guards
+        frame.guards, frame.excluded = guards, excluded
         return found
 
     def _e_boolop(self, expr, frame) -> frozenset:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import ast
 
 from fabric_lsp.analysis import ir
-from fabric_lsp.analysis.flow_state import _Call, _Frame, _site_key, MADE, MetaTag
+from fabric_lsp.analysis.flow_state import _Call, _chain, _Frame, _site_key, MADE, MetaTag
 from fabric_lsp.analysis.libraries.torch_facts import wrapper_attributes
 from fabric_lsp.analysis.values import (
     Class,
+    const,
     Container,
     FabricValue,
     Instance,
@@ -50,6 +51,76 @@ _FSDP_CLASSES = frozenset((
 class TorchSemantics:
     """torch: wrapped modules' outputs (what backward reaches), meta-device and init contexts,
     re-initialization, `torch.compile`, attributes of wrapped models."""
+
+    # -- frozen modules (FAB009) ------------------------------------------------------------------------
+    def _requires_grad_call(self, special: Special, call: "_Call") -> frozenset:
+        """`m.requires_grad_(False)`: the module with every parameter frozen (Instance.frozen: where), returned
+        and, when the call names a local variable (`vae.requires_grad_(False)`), bound to it from here on."""
+        flags = call.positional(0) | call.keyword("requires_grad") or frozenset({const(True)})
+        inst = special.receiver
+        found = set()
+        for flag in flags:
+            if flag == const(False):
+                found.add(inst._replace(frozen=(call.frame.scope.path, call.node)))
+            elif flag == const(True):
+                found.add(inst._replace(frozen=None))
+            else:
+                found.update((inst._replace(frozen=None), inst._replace(frozen=(call.frame.scope.path, call.node))))
+        result = frozenset(found)
+        func = call.func_expr
+        if func is not None and func[0] == "attr":
+            self._rebind_frozen(func[1], frozenset({inst}), result, call.frame)
+        return result
+
+    def _rebind_frozen(self, expr: tuple, before: frozenset, after: frozenset, frame: _Frame) -> None:
+        """A local variable (or an attribute of the object `__init__` builds) that held `before` holds
+        `after` from here on: freezing changes the object in place."""
+        if expr[0] == "name":
+            name = expr[1]
+            held = frame.env.get(name)
+            if held is not None and frame.scope.kind in (ir.FUNCTION, ir.LAMBDA, ir.MODULE) \
+                    and name not in frame.scope.declared_global and name not in frame.scope.declared_nonlocal:
+                frame.env[name] = (held - before) | after if held & before else held
+        elif expr[0] == "attr":
+            chain = _chain(expr)
+            if chain is not None and ("var", chain[0]) in frame.fresh:
+                key = ("path", chain[0], chain[1])
+                held = frame.written.get(key)
+                if held is not None and held & before:
+                    frame.written[key] = (held - before) | after
+                    self.store_attribute(self.ev(expr[1], frame), expr[2], after)
+
+    def _freezing_loop(self, statement, iterable: frozenset, frame: _Frame) -> None:
+        """`for p in m.parameters(): p.requires_grad = False` (or `p.requires_grad_(False)`), unconditionally
+        in the loop's body: after the loop, `m` is frozen."""
+        target, source, body = statement[1], statement[2], statement[3]
+        if source[0] != "call" or source[1][0] != "attr" or source[1][2] not in ("parameters", "named_parameters"):
+            return
+        name = target[1] if target[0] == "name" else (
+            target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
+        if name is None or not any(_freezes_name(each, name) for each in body):
+            return
+        modules = self.ev(source[1][1], frame)
+        before = frozenset(v for v in modules if isinstance(v, Instance))
+        if before:
+            node = source[4]
+            self._rebind_frozen(source[1][1], before, frozenset(v._replace(frozen=(frame.scope.path, node)) for v in before),
+                                frame)
+
+    def _frozen_by_callee(self, scope: ir.Scope, call: "_Call") -> None:
+        """`freeze(ema)` where `def freeze(model): model.requires_grad_(False)` (or the loop over its
+        parameters) at the top of the body: the argument's variable is frozen after the call."""
+        indices = _freezing_parameters(scope)
+        if not indices:
+            return
+        for index in indices:
+            if index < len(call.arg_exprs) and call.arg_exprs[index][0] != "star":
+                values = call.positional(index)
+                before = frozenset(v for v in values if isinstance(v, Instance))
+                if before:
+                    self._rebind_frozen(call.arg_exprs[index], before,
+                                        frozenset(v._replace(frozen=(call.frame.scope.path, call.node)) for v in before),
+                                        call.frame)
 
     def _meta_context(self, values: frozenset, node: ast.AST, frame: _Frame) -> MetaTag | None:
         fabrics = set()
@@ -199,3 +270,36 @@ def _compiled(value):
     if isinstance(value, Instance):
         return value._replace(compiled=True)
     return value
+
+
+def _freezes_name(statement, name: str) -> bool:
+    """Does this loop-body statement set `name.requires_grad = False` or call `name.requires_grad_(False)`?"""
+    if statement[0] == "assign" and statement[2] == ("const", False):
+        return any(t[0] == "attr" and t[1] == ("name", name) and t[2] == "requires_grad" for t in statement[1])
+    if statement[0] == "expr":
+        expr = statement[1]
+        return expr[0] == "call" and expr[1][0] == "attr" and expr[1][1] == ("name", name) \
+            and expr[1][2] == "requires_grad_" and list(expr[2]) == [("const", False)]
+    return False
+
+
+def _freezing_parameters(scope) -> tuple[int, ...]:
+    """The positions of the parameters a function freezes at the top of its body (read from the IR once)."""
+    known = scope.__dict__.get("_fabric_lsp_freezes")
+    if known is not None:
+        return known
+    found = []
+    names = [param.name for param in scope.params]
+    for statement in scope.body or ():
+        for index, name in enumerate(names):
+            if _freezes_name(statement, name):
+                found.append(index)
+            elif statement[0] == "for" and statement[2][0] == "call" and statement[2][1][0] == "attr" \
+                    and statement[2][1][1] == ("name", name) and statement[2][1][2] in ("parameters", "named_parameters"):
+                target = statement[1]
+                loop_name = target[1] if target[0] == "name" else (
+                    target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
+                if loop_name is not None and any(_freezes_name(each, loop_name) for each in statement[3]):
+                    found.append(index)
+    known = scope.__dict__["_fabric_lsp_freezes"] = tuple(sorted(set(found)))
+    return known

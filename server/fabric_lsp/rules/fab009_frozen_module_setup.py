@@ -1,0 +1,173 @@
+"""FAB009 frozen-module-setup: a module without any parameter that requires a gradient set up under DDP.
+
+`fabric.setup(m)` / `fabric.setup_module(m)` wraps `m` in torch's `DistributedDataParallel` under the DDP
+strategies, which raises RuntimeError "DistributedDataParallel is not needed when a module doesn't have any
+parameter that requires a gradient." for a frozen EMA or teacher copy, a frozen VAE or text encoder, a module
+holding only buffers. A single-device strategy and torch FSDP accept it; a module frozen after its setup is not
+refused. The fix moves the module instead of setting it up (`fabric.to_device(m)`)."""
+
+from __future__ import annotations
+
+import ast
+
+from fabric_lsp.analysis import FrozenSetupFact, ProgramFacts
+from fabric_lsp.analysis.facts import ddp_refusal
+from fabric_lsp.analysis.values import LAUNCH_MACHINE, SINGLE
+from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
+from fabric_lsp.rules.base import RuleModule, record_id, under_choice, where
+
+CODE = "FAB009"
+NAME = "frozen-module-setup"
+_MESSAGE = "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient."
+
+
+def check(facts: ProgramFacts) -> list[Finding]:
+    findings = []
+    for fact in facts.frozen_setups:
+        finding = _finding(facts, fact)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _finding(facts: ProgramFacts, fact: FrozenSetupFact) -> Finding | None:
+    verdicts = [ddp_refusal(facts, fabric) for fabric in fact.origin.fabrics] or [(None, "a Fabric passed in")]
+    single = all(facts.strategy(f).kind == SINGLE for f in fact.origin.fabrics) and bool(fact.origin.fabrics)
+    if all(verdict is False for verdict, _ in verdicts) and not single:
+        return None  # FSDP, DeepSpeed, XLA: not DistributedDataParallel
+    certain = all(verdict is True for verdict, _ in verdicts)
+    setting = next(text for verdict, text in verdicts if verdict is not False)
+    severity = Severity.HINT if single else Severity.ERROR if certain and not any(
+        facts.strategy(f).when for f in fact.origin.fabrics) else Severity.WARNING
+    severity = under_choice(severity, fact.when)
+    source = facts.source(fact.path)
+    if source is None or not isinstance(fact.node, ast.Call) or not fact.node.args:
+        return None
+    argument = source.segment(fact.node.args[0])
+    machine = any(facts.strategy(f).launch == LAUNCH_MACHINE for f in fact.origin.fabrics)
+    if single:
+        setting = facts.strategy(fact.origin.fabrics[0]).description
+        why = (f"if the strategy becomes DDP (`{setting}` is single-device today, but `fabric run --strategy ddp` or "
+               "LT_STRATEGY can change it)")
+    elif certain:
+        why = f"under {setting}"
+    elif machine:
+        why = f"on a machine with several GPUs ({setting})"
+    else:
+        why = f"under a DDP strategy (this depends on {setting})"
+    if fact.when:
+        why += f" {fact.when}"
+    notes = [
+        f"{fact.reason}",
+        f"`{source.segment(fact.node.func)}(...)` wraps it in DistributedDataParallel, which raises RuntimeError "
+        f"\"{_MESSAGE}\" {why}",
+        "a module that does not train needs no setup: move it with `fabric.to_device(...)`",
+    ]
+    for _, code, path, node, text in [m for m in facts.masked if m[0] == id(fact.node)][:4]:
+        notes.append(f"after this is fixed, {text} at {where(facts, path, node)}")
+    related = []
+    for path, node in fact.frozen_at[:2]:
+        frozen_source = facts.source(path) if path else None
+        if frozen_source is not None and node is not None:
+            related.append(Related(frozen_source.span(node), "its parameters are frozen here"))
+    return Finding(
+        code=CODE,
+        severity=severity,
+        span=source.span(fact.node),
+        message=f"`{argument}` has no parameter that requires a gradient but is set up by Fabric",
+        notes=tuple(notes),
+        record_id=record_id(CODE),
+        related=tuple(related),
+        fix=_to_device(source, fact),
+        context={"module": argument},
+    )
+
+
+def _to_device(source, fact: FrozenSetupFact) -> Fix | None:
+    """`fabric.setup_module(m)` / `fabric.setup(m)` (the module alone) -> `fabric.to_device(m)`: the module is
+    moved to the device instead of wrapped. Unsafe: a wrapped module's forward runs in the precision's autocast
+    context, a moved one does not (a frozen VAE under bf16-mixed then runs in float32 unless it is cast)."""
+    node = fact.node
+    if fact.optimizers or len(node.args) != 1 or node.keywords or not isinstance(node.func, ast.Attribute):
+        return None
+    func = node.func
+    span = source.span_of_name_in(func, func.attr)
+    return Fix(
+        title="Move the module with `fabric.to_device(...)` instead of setting it up",
+        applicability=Applicability.UNSAFE,
+        edits=(TextEdit(source.path, span.start, span.end, "to_device"),),
+    )
+
+
+VALID = (
+    # The module trains (only part of it is frozen), and a frozen copy is moved, not set up.
+    '''
+import copy
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+model[0].requires_grad_(False)
+model = fabric.setup_module(model)
+ema = copy.deepcopy(model.module).requires_grad_(False)
+ema = fabric.to_device(ema)
+''',
+    # Frozen after its setup: DDP wrapped it while it trained.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+teacher = fabric.setup_module(nn.Linear(4, 2))
+teacher.requires_grad_(False)
+''',
+    # A single device does not wrap the module in DDP.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1)
+vae = nn.Linear(4, 2).requires_grad_(False)
+vae = fabric.setup_module(vae)
+''',
+)
+
+INVALID = (
+    '''
+import copy
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = nn.Linear(4, 2)
+ema = copy.deepcopy(model).requires_grad_(False)
+model = fabric.setup_module(model)
+ema = fabric.setup_module(ema)  # expect: FAB009 error
+''',
+    '''
+import torch
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+
+class Normalize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(3))
+
+    def forward(self, x):
+        return x - self.mean
+
+
+def main(devices):
+    fabric = Fabric(accelerator="cpu", devices=devices)
+    fabric.launch()
+    return fabric.setup(Normalize())  # expect: FAB009 warning
+''',
+)
+
+RULE = RuleModule(CODE, NAME, check, VALID, INVALID)
