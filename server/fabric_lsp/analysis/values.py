@@ -128,7 +128,7 @@ class Instance(NamedTuple):
 
     cls: object  # Class | Lib
     meta: object = None
-    compiled: bool = False
+    compiled: object = False  # True, or the run-time choice it was compiled under ("when run with `--compile`")
     t: str = "instance"
     # For a library object that is not a module (a PeftConfig): its constructor's literal keywords,
     # ((name, value), ...), which a library factory may choose by (peft's task_type).

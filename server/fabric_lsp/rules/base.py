@@ -28,6 +28,13 @@ def path_severity(strategy: Strategy, *, compiled: bool = False) -> Severity:
     return Severity.HINT
 
 
+def compiled_when(path: WrappedPath) -> str:
+    """The run-time choice a path's model was compiled under, when only the compile makes it raise (a
+    single-device or unknown strategy): "when run with `--compile`"; "" otherwise."""
+    compiled = path.compiled
+    return compiled if isinstance(compiled, str) and path.strategy.kind != WRAPPING else ""
+
+
 def under_choice(severity: Severity, when: str | None) -> Severity:
     """A site reached only under a run-time choice (a flag, an environment variable, a config-file value:
     `when` names it) is a warning at most: a choice made at run time is never an error (DESIGN.md, Severity)."""

@@ -20,6 +20,7 @@ from fabric_lsp.rules.base import (
     record_id,
     strategy_phrase,
     strongest_path,
+    compiled_when,
     under_choice,
     where,
 )
@@ -86,7 +87,7 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     # so that the message names that model's mark, not another one that reaches here too.
     receiver = _receiver_text(source, call)
     strongest = strongest_path(sorted((p for p, _ in raising), key=lambda p: _names_receiver(facts, p, receiver)))
-    when = joined_phrase((call.when or "", strongest.origin.when))
+    when = joined_phrase((call.when or "", strongest.origin.when, compiled_when(strongest)))
     certain = severity == Severity.ERROR
     severity = under_choice(severity, when)
     info = next(i for p, i in raising if p is strongest)

@@ -14,7 +14,8 @@ from fabric_lsp.analysis.values import Function, WrappedMethod
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.first_error import stopping
 from fabric_lsp.rules.base import (
-    RuleModule, combined_severity, path_severity, record_id, strategy_phrase, strongest_path, under_choice,
+    RuleModule, combined_severity, compiled_when, path_severity, record_id, strategy_phrase, strongest_path,
+    under_choice,
 )
 
 CODE = "FAB003"
@@ -69,6 +70,10 @@ def _finding(facts: ProgramFacts, mark: MarkFact) -> Finding | None:
             return None
         strongest = strongest_path(raising)
         why = strategy_phrase(strongest.strategy, strongest.compiled)
+        compiled_choice = compiled_when(strongest)
+        if compiled_choice:
+            severity = under_choice(severity, compiled_choice)
+            why += f" {compiled_choice}"
         class_name = strongest.cls.name if strongest.cls is not None else "Module"
     else:
         return None

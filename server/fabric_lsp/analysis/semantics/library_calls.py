@@ -6,6 +6,7 @@ solver's tables through it."""
 
 from __future__ import annotations
 
+from fabric_lsp.analysis.choice_reach import joined_phrase
 from fabric_lsp.analysis.flow_state import _Call, _site_key, MetaTag
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
@@ -59,7 +60,10 @@ class LibraryCalls:
             self._record_fabric_arguments(call)
             return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})
         if name == "torch.compile":
-            return frozenset(_compiled(value) for value in call.positional(0))
+            # Compiled under a run-time choice (`if args.compile:`): the choice travels with the model, so a
+            # finding that only the compile makes certain names it (Instance.compiled holds its phrase).
+            how = joined_phrase(frame.guards) or True
+            return frozenset(_compiled(value, how) for value in call.positional(0))
         if name == "dataclasses.field":  # its default (or factory) is the field's value: _field_default
             self.write(("field_default", call.node), call.keyword("default"))
             self.write(("field_factory", call.node), call.keyword("default_factory"))

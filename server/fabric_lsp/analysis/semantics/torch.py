@@ -266,9 +266,10 @@ class TorchSemantics:
         return False
 
 
-def _compiled(value):
-    if isinstance(value, Instance):
-        return value._replace(compiled=True)
+def _compiled(value, how=True):
+    """`torch.compile(model)`: the model compiled (`how`: True, or the run-time choice it was compiled under)."""
+    if isinstance(value, Instance) and value.compiled is not True:
+        return value._replace(compiled=how if how is True or not value.compiled else value.compiled)
     return value
 
 
