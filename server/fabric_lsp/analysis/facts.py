@@ -243,6 +243,8 @@ class FabricFact:
         home = [u for u in self.uses if encloses[id(u.scope)]]
         first = (home or self.uses)[0]
         for launch in self.launches:
+            if launch.when:
+                continue  # `if os.environ.get("MULTI_NODE") == "1": fabric.launch()`: not on the default run
             if launch.scope is not first.scope or _position(launch.node) < _position(first.node):
                 return None
         return first
@@ -870,11 +872,11 @@ def _not_a_dataloader(facts: ProgramFacts, value) -> str | None:
     display), "a `Name` dataset" (a project class deriving from torch's Dataset); else None."""
     if isinstance(value, Container):
         node = value.site
-        if isinstance(node, ast.List):
+        if isinstance(node, (ast.List, ast.ListComp)):
             return "a list"
         if isinstance(node, ast.Tuple):
             return "a tuple"
-        if isinstance(node, ast.Dict):
+        if isinstance(node, (ast.Dict, ast.DictComp)):
             return "a dict"
         return None
     if isinstance(value, Instance):

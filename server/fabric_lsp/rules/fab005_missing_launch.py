@@ -58,7 +58,10 @@ def _finding(facts: ProgramFacts, fabric: FabricFact) -> Finding | None:
         # The project's README or scripts start its other scripts with `fabric run`: this one likely too.
         severity = Severity.HINT
         why += " (the project starts other scripts with `fabric run`; started so, this one would not raise)"
-    later = any(launch_call.scope is use.scope for launch_call in fabric.launches)
+    chosen = [launch_call.when for launch_call in fabric.launches if launch_call.when]
+    if chosen:
+        why += f" (`launch()` runs only {chosen[0]})"
+    later = any(launch_call.scope is use.scope and not launch_call.when for launch_call in fabric.launches)
     func = use.node.func if isinstance(use.node, ast.Call) else use.node
     span = source.span_of_name_in(func, func.attr) if isinstance(func, ast.Attribute) else source.span(func)
     constructor = fabric.fabric.site
@@ -154,6 +157,17 @@ from lightning.fabric import Fabric
 
 fabric = Fabric(strategy="ddp", devices=2)
 model = fabric.setup(torch.nn.Linear(2, 2))  # expect: FAB005 warning
+''',
+    # The launch runs only when an environment variable is set: the default run sets up unlaunched.
+    '''
+import os
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=2, strategy="ddp")
+if os.environ.get("MULTI_NODE") == "1":
+    fabric.launch()
+model = fabric.setup(nn.Linear(4, 2))  # expect: FAB005 warning
 ''',
 )
 

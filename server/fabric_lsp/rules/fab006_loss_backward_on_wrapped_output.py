@@ -162,6 +162,25 @@ loss = F.cross_entropy(model(x), y)
 loss.backward()  # expect: FAB006 error
 optimizer.step()
 ''',
+    # A hand-rolled GradScaler path behind a flag, next to Fabric's mixed precision.
+    '''
+import argparse
+import torch
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--amp", action="store_true")
+args = parser.parse_args()
+fabric = Fabric(accelerator="cpu", devices=1, precision="bf16-mixed")
+model = fabric.setup(nn.Linear(4, 1))
+scaler = torch.amp.GradScaler("cpu")
+loss = model(torch.randn(2, 4)).sum()
+if args.amp:
+    scaler.scale(loss).backward()  # expect: FAB006 warning
+else:
+    fabric.backward(loss)
+''',
 )
 
 RULE = RuleModule(CODE, NAME, check, VALID, INVALID)

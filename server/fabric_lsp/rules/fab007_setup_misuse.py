@@ -230,6 +230,16 @@ with fabric.no_backward_sync(model):
 dataset = TensorDataset(torch.randn(8, 2))
 train, val = fabric.setup_dataloaders(DataLoader(dataset), DataLoader(dataset))
 ''',
+    # DataLoaders spread from a list are what setup_dataloaders takes.
+    '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1)
+loaders = [DataLoader(TensorDataset(torch.randn(8, 2))) for _ in range(2)]
+train, val = fabric.setup_dataloaders(*loaders)
+''',
 )
 
 INVALID = (
@@ -283,6 +293,23 @@ def both(fabric):
 fabric = Fabric(accelerator="cpu", devices=1)
 loaders(fabric)
 both(fabric)
+''',
+    # A list of batches made by a comprehension, and loaders spread from a list of lists.
+    '''
+import torch
+from lightning.fabric import Fabric
+
+def batches(fabric):
+    data = [torch.randn(4, 2) for _ in range(3)]
+    return fabric.setup_dataloaders(data)  # expect: FAB007 error
+
+def spread(fabric):
+    nested = [[torch.randn(2)], [torch.randn(2)]]
+    return fabric.setup_dataloaders(*nested)  # expect: FAB007 error
+
+fabric = Fabric(accelerator="cpu", devices=1)
+batches(fabric)
+spread(fabric)
 ''',
 )
 

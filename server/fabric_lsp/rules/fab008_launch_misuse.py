@@ -13,7 +13,7 @@ import ast
 import re
 
 from fabric_lsp.analysis import FabricFact, FabricUse, ProgramFacts
-from fabric_lsp.analysis.values import LAUNCH_SPAWN, Bound, Const, Function
+from fabric_lsp.analysis.values import LAUNCH_SPAWN, Bound, Const, Function, Instance
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id, under_choice_finding
 from fabric_lsp.rules.first_error import stopping
@@ -80,6 +80,10 @@ def _script_strategy(facts: ProgramFacts, fabric: FabricFact) -> Fix | None:
 def _called(facts, fabric, launch, source, receiver: str, argument: ast.Call) -> Finding | None:
     """`launch(train(fabric))`: what `train` returns is given to launch."""
     values = launch.functions
+    # (None: every function may fall off its end, which `return model` never does)
+    returned = [v for v in values if not (isinstance(v, Const) and v.value is None)]
+    if returned and all(_is_module(facts, v) for v in returned):
+        return _launched_module(facts, fabric, source, argument, values)
     if not values or not all(isinstance(v, Const) and not callable(v.value) for v in values):
         return None  # a factory that returns a function, or a value the analysis cannot see
     got = repr(sorted(values, key=repr)[0].value)
@@ -114,6 +118,31 @@ def _called(facts, fabric, launch, source, receiver: str, argument: ast.Call) ->
                  f"function: `launch({source.segment(callee)})` (it receives the Fabric as its first argument)"),
         record_id=record_id(CODE), related=_related(facts, fabric), fix=fix,
         context={"function": got},
+    )
+
+
+def _is_module(facts, value) -> bool:
+    """An instance of an `nn.Module` class (the project's or torch's): callable, so launch accepts it."""
+    if not isinstance(value, Instance):
+        return False
+    return facts.resolver.is_module(facts.resolver.ref_of(value.cls)) is True
+
+
+def _launched_module(facts, fabric, source, argument: ast.Call, values) -> Finding:
+    """`launch(build(fabric))` where `build` returns a module: a module is callable, so launch's own check
+    passes and the launcher calls `module(fabric)`, whose forward fails on the Fabric it is given, after
+    `build` already ran outside the launched processes."""
+    callee = source.segment(argument.func)
+    return Finding(
+        code=CODE, severity=Severity.ERROR, span=source.span(argument),
+        message=f"`launch({source.segment(argument)})` launches the module `{callee}` returns",
+        notes=(f"`{callee}` runs here, before and outside the launched processes, and returns a module",
+               "a module is callable, so `launch` accepts it and calls `module(fabric)`: its forward gets the Fabric "
+               "instead of a tensor and raises TypeError (`... must be Tensor, not Fabric`)",
+               f"pass the training function itself: `launch(train)`, where `train(fabric)` builds the model and "
+               "trains it"),
+        record_id=record_id(CODE), related=_related(facts, fabric), fix=None,
+        context={"function": "a module"},
     )
 
 
@@ -254,6 +283,17 @@ from lightning.fabric import Fabric
 fabric = Fabric(strategy="ddp_spawn", accelerator="cpu", devices=2)
 fabric.launch()  # expect: FAB008 error
 model = fabric.setup(torch.nn.Linear(2, 2))
+''',
+    # The function returns a module: launch accepts it (it is callable) and calls `module(fabric)`.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+def build(fabric):
+    return nn.Linear(4, 2)
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch(build(fabric))  # expect: FAB008 error
 ''',
 )
 

@@ -153,8 +153,9 @@ class FabricSemantics:
             node = call.node
             nodes = node.args if isinstance(node, ast.Call) else []
             for (starred, values), argument in zip(call.args, nodes):
-                if not starred:
-                    self._event("setup_dataloaders", call, values=values, argument=argument, fabric=fabric)
+                if starred:  # `setup_dataloaders(*loaders)`: each element is one argument
+                    values = self.iter_values(values)
+                self._event("setup_dataloaders", call, values=values, argument=argument, fabric=fabric)
             return JUST_UNKNOWN
         if method == "no_backward_sync":
             values = call.positional(0) | call.keyword("module")

@@ -32,6 +32,12 @@ from fabric_lsp.analysis.values import (
 )
 
 
+_GRAD_SCALERS = frozenset((
+    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.cuda.amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler", "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
+))
+
+
 class LibraryCalls:
     """Calls of library names (torch, lightning, the standard library, the model libraries): what
     they return, answered from the generated tables."""
@@ -39,6 +45,9 @@ class LibraryCalls:
     def _library_instance_attribute(self, inst: Instance, name: str) -> frozenset:
         if name == "requires_grad_":
             return frozenset({Special("requires_grad", inst)})  # semantics/torch.py: frozen or not
+        if inst.cls == Lib("torch.amp.GradScaler"):
+            # `scaler.scale(loss)` is the loss times the scale: its `.backward()` meets the wrapped model's hook
+            return frozenset({Special("scaled_loss", inst)}) if name == "scale" else JUST_UNKNOWN
         if name in _RETURNS_SELF:
             return frozenset({Special("returns_receiver", inst)})
         if isinstance(inst.cls, Lib) and library_models.is_class(inst.cls.qualified):
@@ -59,6 +68,8 @@ class LibraryCalls:
         if name in FABRIC_CLASS_NAMES:
             self._record_fabric_arguments(call)
             return frozenset({FabricValue(call.node, frame.scope.path, variant=frame.variant)})
+        if name in _GRAD_SCALERS:
+            return frozenset({Instance(Lib("torch.amp.GradScaler"))})
         if name == "torch.compile":
             # Compiled under a run-time choice (`if args.compile:`): the choice travels with the model, so a
             # finding that only the compile makes certain names it (Instance.compiled holds its phrase).

@@ -449,6 +449,8 @@ class PythonCalls:
             return self._config_method_call(special, call)
         if kind == "requires_grad":
             return self._requires_grad_call(special, call)
+        if kind == "scaled_loss":
+            return self._derived_output(call)
         if kind == "fabric_method":
             return self._fabric_call(special.receiver, special.extra, call)
         if kind == "fabric_init":
