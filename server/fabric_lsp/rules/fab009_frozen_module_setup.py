@@ -36,7 +36,7 @@ def _finding(facts: ProgramFacts, fact: FrozenSetupFact) -> Finding | None:
     if all(verdict is False for verdict, _ in verdicts) and not single:
         return None  # FSDP, DeepSpeed, XLA: not DistributedDataParallel
     certain = all(verdict is True for verdict, _ in verdicts)
-    setting = next(text for verdict, text in verdicts if verdict is not False)
+    setting = next((text for verdict, text in verdicts if verdict is not False), verdicts[0][1])
     severity = Severity.HINT if single else Severity.ERROR if certain and not any(
         facts.strategy(f).when for f in fact.origin.fabrics) else Severity.WARNING
     severity = under_choice(severity, fact.when)
@@ -59,8 +59,8 @@ def _finding(facts: ProgramFacts, fact: FrozenSetupFact) -> Finding | None:
         why += f" {fact.when}"
     notes = [
         f"{fact.reason}",
-        f"`{source.segment(fact.node.func)}(...)` wraps it in DistributedDataParallel, which raises RuntimeError "
-        f"\"{_MESSAGE}\" {why}",
+        f"`{source.segment(fact.node.func)}(...)` {'would wrap' if single else 'wraps'} it in DistributedDataParallel, "
+        f"which raises RuntimeError \"{_MESSAGE}\" {why}",
         "a module that does not train needs no setup: move it with `fabric.to_device(...)`",
     ]
     for _, code, path, node, text in [m for m in facts.masked if m[0] == id(fact.node)][:4]:
@@ -124,12 +124,13 @@ fabric.launch()
 teacher = fabric.setup_module(nn.Linear(4, 2))
 teacher.requires_grad_(False)
 ''',
-    # A single device does not wrap the module in DDP.
+    # torch FSDP accepts a module without trainable parameters.
     '''
 import torch.nn as nn
 from lightning.fabric import Fabric
 
-fabric = Fabric(accelerator="cpu", devices=1)
+fabric = Fabric(accelerator="cuda", devices=2, strategy="fsdp")
+fabric.launch()
 vae = nn.Linear(4, 2).requires_grad_(False)
 vae = fabric.setup_module(vae)
 ''',
@@ -167,6 +168,14 @@ def main(devices):
     fabric = Fabric(accelerator="cpu", devices=devices)
     fabric.launch()
     return fabric.setup(Normalize())  # expect: FAB009 warning
+''',    # One device wraps nothing today; DDP (`fabric run --strategy ddp`) would refuse it: a hint.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1)
+vae = nn.Linear(4, 2).requires_grad_(False)
+vae = fabric.setup_module(vae)  # expect: FAB009 hint
 ''',
 )
 
