@@ -40,22 +40,41 @@ def bare_python(tmp_path_factory) -> str:
 
 
 def labelled() -> set[tuple[str, int, str, str]]:
+    """The findings the labels call for (`after` labels: none on their line; see test_after_labels_are_named)."""
     expected = set()
     for case in discover_cases(CASES_DIR):
         for label in case.labels:
+            if label.severity == "after":
+                continue
             path = (case.root / label.file).resolve()
             expected.add((str(path), label.line, label.code, label.severity))
     return expected
 
 
-def reported(python: str) -> set[tuple[str, int, str, str]]:
+def _findings(python: str) -> list[dict]:
     completed = subprocess.run(
         [sys.executable, "-m", "fabric_lsp", "check", "--format", "json", "--hints", "--python", python, str(CASES_DIR)],
         capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT / "server")),
     )
     assert completed.returncode in (0, 1), completed.stderr
-    findings = json.loads(completed.stdout)
-    return {(f["filename"], f["location"]["row"], f["code"], f["severity"]) for f in findings}
+    return json.loads(completed.stdout)
+
+
+def reported(python: str) -> set[tuple[str, int, str, str]]:
+    return {(f["filename"], f["location"]["row"], f["code"], f["severity"]) for f in _findings(python)}
+
+
+def test_after_labels_are_named_by_the_error_that_stops_them():
+    """A site an earlier certain error stops (`# expect: CODE after`) has no finding of its own, and a finding of
+    its file names its line in a note ("after this is fixed, line N raises CODE: ...")."""
+    findings = _findings(sys.executable)
+    after = [(case, label) for case in discover_cases(CASES_DIR) for label in case.labels if label.severity == "after"]
+    assert after, "no case has an `after` label"
+    for case, label in after:
+        path = str((case.root / label.file).resolve())
+        here = [f for f in findings if f["filename"] == path]
+        assert not [f for f in here if f["location"]["row"] == label.line], (label, here)
+        assert any(f"line {label.line} raises {label.code}" in f["message"] for f in here), (label, here)
 
 
 @pytest.mark.parametrize("interpreter", ["with-torch", "without-torch"])

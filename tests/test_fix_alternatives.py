@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cases import MODE_ENV, applicable_modes, discover_cases, run_case
+from support.cases import applicable_modes, discover_cases, run_case, run_mode
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = str(ROOT / "server")
@@ -70,7 +70,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 def _runs_clean(case, modes) -> None:
     for mode in modes:
-        first = run_case(case, MODE_ENV[mode]).steps[0]
+        first = run_mode(case, mode).steps[0]
         assert first.returncode == 0 and first.exc_class is None and not first.warned, (
             f"{mode}: still fails: {first.exc_class}: {first.exc_message} warned={first.warned}\n{first.stderr[-3000:]}"
         )

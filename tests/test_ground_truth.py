@@ -9,12 +9,15 @@ Lightning (fast), so a harness that cannot fail would be caught.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from support import cases as harness
 from support.cases import (
     MODE_ENV,
     LibsMissing,
@@ -23,6 +26,7 @@ from support.cases import (
     expected_outcome_problems,
     parse_traceback,
     run_case,
+    run_mode,
 )
 from support.libs import LIBS_PYTHON_ENV, REQUIRE_LIBS_ENV, require_libs_python
 
@@ -66,7 +70,7 @@ def test_case_labels_are_well_formed(case):
 def test_case_runs_as_labelled(case, mode):
     if case.libs:
         require_libs_python()
-    result = run_case(case, MODE_ENV[mode])
+    result = run_mode(case, mode)  # MODE_ENV[mode], and in "choice" the case's own arguments and variables
     assert expected_outcome_problems(case, result, mode) == []
 
 
@@ -134,6 +138,23 @@ def test_harness_proves_every_label_by_fixing_and_rerunning(tmp_path):
 def test_harness_rejects_a_label_on_the_wrong_line(tmp_path):
     problems = _problems(tmp_path, "x = 1  # expect: FAB001 error\nmodel.encode(1)\n")
     assert any("no FAB001 label" in p for p in problems), problems
+    assert any("did not fire" in p for p in problems), problems
+
+
+def test_harness_proves_an_after_label_once_the_earlier_error_is_fixed(tmp_path):
+    # The misspelt mark stops the program; with it dropped, the call it was meant for raises: `after`.
+    body = 'model.mark_forward_method("encdoe")  # expect: FAB004 error\nmodel.encode(1)  # expect: FAB001 after\n'
+    assert _problems(tmp_path, body) == []
+
+
+def test_harness_rejects_an_after_label_that_fires_first(tmp_path):
+    problems = _problems(tmp_path, "model.encode(1)  # expect: FAB001 after\n")
+    assert any("before any earlier label was fixed" in p for p in problems), problems
+
+
+def test_harness_rejects_an_after_label_that_never_fires(tmp_path):
+    body = 'model.mark_forward_method("encdoe")  # expect: FAB004 error\nmodel.module.encode(1)  # expect: FAB001 after\n'
+    problems = _problems(tmp_path, body)
     assert any("did not fire" in p for p in problems), problems
 
 
@@ -498,3 +519,257 @@ def test_harness_proves_every_fab006_and_fab007_label_under_real_lightning(tmp_p
     result = run_case(case, MODE_ENV["plain"], timeout=60)
     assert expected_outcome_problems(case, result, "plain") == []
     assert len(result.steps) == 5  # four failures, each fixed, then a clean run
+
+
+# --------------------------------------------------------------------------- run-time choices ("choice" mode)
+
+
+def _choice_case(tmp_path: Path, markers: str, body: str):
+    """A case whose leading comment block holds `markers` (`# ground-truth: choice ...` lines) before the fake
+    wrapper; `body` runs after it."""
+    (tmp_path / "fab001_probe.py").write_text(markers + FAKE_WRAPPER + textwrap.dedent(body), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    return case
+
+
+def _choice_problems(tmp_path: Path, markers: str, body: str, mode: str) -> list[str]:
+    case = _choice_case(tmp_path, markers, body)
+    assert case.label_errors == ()
+    return expected_outcome_problems(case, run_mode(case, mode, timeout=30), mode)
+
+
+FLAG = "# ground-truth: choice --sample --steps '3 4'\n"
+FLAGGED = 'import sys\nif sys.argv[1:] == ["--sample", "--steps", "3 4"]:\n    model.encode(1)  # expect: FAB001 warning run=choice\n'
+
+
+def test_harness_proves_a_run_choice_label_by_the_choice_run_and_the_default_runs(tmp_path):
+    case = _choice_case(tmp_path, FLAG, FLAGGED)
+    assert case.choice_args == ("--sample", "--steps", "3 4") and case.choice_env == {}
+    assert applicable_modes(case) == ["plain", "ddp", "choice"]
+    for mode in ("plain", "ddp", "choice"):
+        assert _choice_problems(tmp_path, FLAG, FLAGGED, mode) == [], mode
+    result = run_mode(case, "choice", timeout=30)
+    assert [step.returncode for step in result.steps] == [1, 0]  # fired, fixed, then the choice runs clean
+    assert result.args == case.choice_args
+
+
+def test_harness_rejects_a_run_choice_label_that_fires_without_the_choice(tmp_path):
+    body = "model.encode(1)  # expect: FAB001 warning run=choice\n"  # the default run reaches it too: an error
+    for mode in ("plain", "ddp"):
+        problems = _choice_problems(tmp_path, FLAG, body, mode)
+        assert len(problems) == 1 and "run=choice label" in problems[0] and "must not fire" in problems[0], problems
+    assert _choice_problems(tmp_path, FLAG, body, "choice") == []
+
+
+def test_harness_rejects_a_run_choice_label_that_does_not_fire_with_the_choice(tmp_path):
+    body = 'import sys\nif "--samples" in sys.argv:\n    model.encode(1)  # expect: FAB001 warning run=choice\n'
+    problems = _choice_problems(tmp_path, FLAG, body, "choice")
+    assert len(problems) == 1 and "did not fire in the choice run" in problems[0] and "ran clean" in problems[0], problems
+
+
+def test_harness_rejects_a_choice_run_made_without_the_choice(tmp_path):
+    # MODE_ENV["choice"] alone is not the case's choice run: it must not pass for one.
+    case = _choice_case(tmp_path, FLAG, FLAGGED)
+    problems = expected_outcome_problems(case, run_case(case, MODE_ENV["choice"], timeout=30), "choice")
+    assert any("use run_mode(case, 'choice')" in p for p in problems), problems
+    assert any("did not fire in the choice run" in p for p in problems), problems
+    # ... nor is a default run that was given it
+    problems = expected_outcome_problems(case, run_case(case, {}, timeout=30, args=case.choice_args), "plain")
+    assert any("use run_mode(case, 'plain')" in p for p in problems), problems
+
+
+def test_harness_rejects_an_unlabelled_failure_of_the_choice_run(tmp_path):
+    # A choice marker without a run=choice label is a clean twin: the choice must not raise.
+    body = FLAGGED.replace("  # expect: FAB001 warning run=choice", "")
+    problems = _choice_problems(tmp_path, FLAG, body, "choice")
+    assert len(problems) == 1 and "FAB001 fired where no FAB001 label says so" in problems[0], problems
+    assert _choice_problems(tmp_path, FLAG, body, "plain") == []
+    twin = 'import sys\nif "--sample" in sys.argv:\n    model.module.encode(1)\n'
+    case = _choice_case(tmp_path, FLAG, twin)
+    assert applicable_modes(case) == ["plain", "ddp", "choice"]
+    assert _choice_problems(tmp_path, FLAG, twin, "choice") == []
+    problems = _choice_problems(tmp_path, FLAG, 'import sys\nif "--sample" in sys.argv:\n    1 / 0\n', "choice")
+    assert len(problems) == 1 and "ZeroDivisionError" in problems[0], problems
+
+
+def test_harness_lets_error_labels_fire_in_the_choice_run_but_not_hints(tmp_path):
+    body = "model.decode(2)  # expect: FAB001 error\n" + FLAGGED
+    for mode in ("plain", "choice"):
+        assert _choice_problems(tmp_path, FLAG, body, mode) == [], mode
+    hinted = "model.decode(2)  # expect: FAB001 hint\n" + FLAGGED
+    problems = _choice_problems(tmp_path, FLAG, hinted, "choice")
+    assert len(problems) == 1 and "a hint label must not fire" in problems[0], problems
+
+
+def test_choice_env_reaches_the_program(tmp_path):
+    markers = "# ground-truth: choice-env EVAL=1 'NOTE=two words'\n"
+    body = (
+        "import os\n"
+        'if os.environ.get("EVAL") == "1" and os.environ.get("NOTE") == "two words":\n'
+        "    model.encode(1)  # expect: FAB001 warning run=choice\n"
+    )
+    case = _choice_case(tmp_path, markers, body)
+    assert case.choice_env == {"EVAL": "1", "NOTE": "two words"} and case.choice_args == ()
+    assert applicable_modes(case) == ["plain", "ddp", "choice"]
+    for mode in ("plain", "ddp", "choice"):
+        assert _choice_problems(tmp_path, markers, body, mode) == [], mode
+    # both markers: arguments and variables together
+    both = FLAG + markers
+    body = (
+        "import os, sys\n"
+        'if os.environ.get("EVAL") == "1" and sys.argv[1:] == ["--sample", "--steps", "3 4"]:\n'
+        "    model.encode(1)  # expect: FAB001 warning run=choice\n"
+    )
+    assert _choice_problems(tmp_path, both, body, "choice") == []
+
+
+ARGV_PROBE = (
+    "import json, os, sys\n"
+    "import lightning  # so that the run goes through the fork server\n"
+    'print(json.dumps([sys.argv, sys.orig_argv[1:], os.path.realpath(sys.executable) == os.path.realpath(sys.orig_argv[0]),'
+    ' os.environ.get("EVAL"), os.environ.get("HYDRA_FULL_ERROR")]))\n'
+)
+
+
+@pytest.mark.parametrize("fork_server", [False, True], ids=["cold", "fork-server"])
+def test_choice_arguments_reach_the_program(tmp_path, monkeypatch, fork_server):
+    monkeypatch.setattr(harness, "USE_FORK_SERVER", fork_server)
+    case = _choice_case(tmp_path, FLAG + "# ground-truth: choice-env EVAL=1\n", ARGV_PROBE + FLAGGED)
+    result = run_mode(case, "choice", timeout=120)
+    assert expected_outcome_problems(case, result, "choice") == []
+    assert [step.via for step in result.steps] == ["fork-server" if fork_server else "subprocess"] * 2, (
+        result.steps[0].stderr[-2000:])
+    argv = ["fab001_probe.py", "--sample", "--steps", "3 4"]
+    for step in result.steps:
+        assert json.loads(step.stdout.splitlines()[0]) == [argv, argv, True, "1", "1"]
+    plain = run_mode(case, "plain", timeout=120)
+    assert json.loads(plain.stdout.splitlines()[0]) == [["fab001_probe.py"], ["fab001_probe.py"], True, None, "1"]
+
+
+TWO_DEVICES_ARGV = '''\
+# ground-truth: choice --sample
+import sys
+from lightning.fabric import Fabric
+
+fabric = Fabric(strategy="ddp", accelerator="cpu", devices=2)
+fabric.launch()  # rank 1 is `python <abs main.py> --sample`, started by Lightning's _SubprocessScriptLauncher
+sys.stdout.write(f"<rank {fabric.global_rank}: {sys.argv[1:]}>\\n")  # one write: the ranks share the pipe
+fabric.barrier()
+'''
+
+
+@pytest.mark.ground_truth
+def test_choice_arguments_reach_every_ddp_process(tmp_path):
+    (tmp_path / "probe.py").write_text(TWO_DEVICES_ARGV, encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    result = run_mode(case, "choice", timeout=120)
+    assert expected_outcome_problems(case, result, "choice") == []
+    assert result.steps[0].via == "fork-server" or harness.USE_FORK_SERVER is False
+    assert sorted(re.findall(r"<(rank \d: .*?)>", result.stdout)) == [
+        "rank 0: ['--sample']", "rank 1: ['--sample']"], result.stdout + result.stderr[-2000:]
+
+
+HYDRA_APP = '''\
+# ground-truth: choice sample=true model=small
+"""A hydra app: an error raised inside the task function is located at the labelled line."""
+import hydra
+{lightning}
+{wrapper}
+
+@hydra.main(version_base=None, config_path="conf", config_name="config")
+def main(cfg):
+    if cfg.sample and cfg.model.name == "small":
+        model.encode(1)  # expect: FAB001 warning run=choice
+    model.decode(2)  # expect: FAB001 error
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("fork_server", [False, True], ids=["cold", "fork-server"])
+def test_a_hydra_apps_error_is_located_at_the_labelled_line(tmp_path, monkeypatch, fork_server):
+    monkeypatch.setattr(harness, "USE_FORK_SERVER", fork_server)
+    project = tmp_path / "hydra_probe"
+    (project / "conf" / "model").mkdir(parents=True)
+    (project / "conf" / "config.yaml").write_text("defaults:\n  - model: big\n  - _self_\nsample: false\n")
+    (project / "conf" / "model" / "big.yaml").write_text("name: big\n")
+    (project / "conf" / "model" / "small.yaml").write_text("name: small\n")
+    lightning = "import lightning  # so that the run goes through the fork server" if fork_server else ""
+    (project / "main.py").write_text(HYDRA_APP.format(lightning=lightning, wrapper=FAKE_WRAPPER), encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert case.choice_args == ("sample=true", "model=small") and case.label_errors == ()
+    assert applicable_modes(case) == ["plain", "ddp", "choice"]
+    for mode in applicable_modes(case):
+        result = run_mode(case, mode, timeout=120)
+        assert expected_outcome_problems(case, result, mode) == [], mode
+        assert {step.via for step in result.steps} == {"fork-server" if fork_server else "subprocess"}
+    sample, decode = sorted(label.line for label in case.labels)
+    choice = run_mode(case, "choice", timeout=120)
+    first = choice.steps[0]
+    assert first.location == ("main.py", sample) and first.exc_class == "RuntimeError", first.stderr[-3000:]
+    # HYDRA_FULL_ERROR=1: hydra re-raises, so the traceback is the interpreter's, through hydra's own frames
+    assert any("/hydra/" in path for path, _ in first.frames), first.frames
+    assert [step.location for step in choice.steps] == [("main.py", sample), ("main.py", decode), None]
+    # a label one line off is caught
+    (project / "main.py").write_text(
+        HYDRA_APP.format(lightning=lightning, wrapper=FAKE_WRAPPER).replace(
+            "        model.encode(1)  # expect: FAB001 warning run=choice\n",
+            "        x = 1  # expect: FAB001 warning run=choice\n        model.encode(x)\n"),
+        encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    problems = expected_outcome_problems(case, run_mode(case, "choice", timeout=120), "choice")
+    assert any(f"main.py:{sample + 1}" in p and "no FAB001 label" in p for p in problems), problems
+    assert any(f"main.py:{sample} FAB001 warning run=choice did not fire" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("# ground-truth: choice\nx = 1\n", "needs the command-line arguments"),
+        ("# ground-truth: choice --name 'unclosed\nx = 1\n", "No closing quotation"),
+        ("# ground-truth: choice-env EVAL\nx = 1\n", "'EVAL' is no NAME=VALUE assignment"),
+        ("# ground-truth: choice-env 1X=2\nx = 1\n", "'1X=2' is no NAME=VALUE assignment"),
+        ("# ground-truth: choice-env\nx = 1\n", "needs NAME=VALUE assignments"),
+        ("# ground-truth: choice-env EVAL=1 EVAL=2\nx = 1\n", "EVAL is assigned twice"),
+        ("# ground-truth: choice-env LT_STRATEGY=ddp\nx = 1\n", "set or scrubbed by the harness"),
+        ("# ground-truth: choice-env HYDRA_FULL_ERROR=0\nx = 1\n", "set or scrubbed by the harness"),
+        ("# ground-truth: choice --a\n# ground-truth: choice --b\nx = 1\n", "'# ground-truth: choice' must sit once"),
+        ("x = 1\n# ground-truth: choice --a\n", "'# ground-truth: choice' must sit once"),
+        ("# ground-truth: choice-env A=1\n# ground-truth: choice-env B=1\nx = 1\n", "'# ground-truth: choice-env' must sit once"),
+        ("# ground-truth: choices --a\nx = 1\n", "malformed marker"),
+        ("x = 1  # expect: FAB001 warning run=choice\n", "run=choice needs a run-time choice"),
+        ("# ground-truth: choice --a\nx = 1  # expect: FAB001 error run=choice\n", "run=choice is only for a warning"),
+        ("# ground-truth: choice --a\nx = 1  # expect: FAB001 hint run=choice\n", "run=choice is only for a warning"),
+        ("# ground-truth: choice --a\nx = 1  # expect: FAB001 warning run=chioce\n", "unknown run=chioce"),
+    ],
+)
+def test_harness_reports_malformed_choice_markers_and_labels(tmp_path, source, error):
+    (tmp_path / "probe.py").write_text(source, encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert any(error in e for e in case.label_errors), case.label_errors
+    if "must sit once" not in error and "malformed marker" not in error and "run=" not in error:
+        assert not case.has_choice and "choice" not in applicable_modes(case)
+
+
+def test_a_choice_marker_in_another_file_of_a_project_is_misplaced(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "main.py").write_text("# ground-truth: choice --a\nimport helper\n", encoding="utf-8")
+    (project / "helper.py").write_text("# ground-truth: choice-env A=1\n", encoding="utf-8")
+    (case,) = discover_cases(tmp_path)
+    assert case.choice_args == ("--a",) and case.choice_env == {}
+    assert case.label_errors == ("'# ground-truth: choice-env' must sit once in the leading comment block of the entry file",)
+
+
+def test_markers_may_sit_right_after_the_module_docstring(tmp_path):
+    # The leading comment block is the comments before the first statement; a module docstring is none.
+    doc = '"""A case.\n\nIts docstring."""\n'
+    (tmp_path / "a.py").write_text(doc + "# ground-truth: choice --sample\n# ground-truth: choice-env EVAL=1\nimport os\n")
+    (tmp_path / "b.py").write_text(doc + "import os\n# ground-truth: choice --sample\n")
+    (tmp_path / "c.py").write_text("# ground-truth: skip no GPU\n" + doc + "# ground-truth: libs\nimport os\n")
+    a, b, c = discover_cases(tmp_path)
+    assert a.choice_args == ("--sample",) and a.choice_env == {"EVAL": "1"} and a.label_errors == ()
+    assert b.choice_args == () and any("must sit once" in e for e in b.label_errors), b.label_errors
+    assert c.skip_reason == "no GPU" and c.libs and c.label_errors == ()

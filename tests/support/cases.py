@@ -13,19 +13,30 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``support.libs.libs_python()``), ``label_errors`` (malformed labels and markers; they are problems) and
     ``reinitialised`` (from ``# ground-truth: reinitialised <reason>``: the program gives its meta-device
     model's weights values after setup and checks them, so ModelParallel's warning is no finding when the
-    run exits 0, and the ``"ddp"`` mode does not apply).
+    run exits 0, and the ``"ddp"`` mode does not apply), ``choice_args`` (``tuple[str, ...]``, from
+    ``# ground-truth: choice ARG ...``, shell-split) and ``choice_env`` (``dict[str, str]``, from
+    ``# ground-truth: choice-env NAME=VALUE ...``): the run-time choice of the ``"choice"`` mode, empty without
+    the markers (``has_choice``). Markers sit in the leading comment block: the comments before the first
+    statement, at the top of the file or right after the module docstring.
 
 ``applicable_modes(case) -> list[str]``
     The modes of the README table that say something about this case: ``"plain"`` when it has no
-    labels or an error/hint label (or a ``run=plain`` warning), ``"ddp"`` when it has no labels or a
-    warning/hint label without ``run=``.
+    labels or an error/hint label (or a ``run=plain`` or ``run=choice`` warning), ``"ddp"`` when it has no
+    labels or a warning/hint label without ``run=`` (or a ``run=choice`` one), ``"choice"`` when it has a
+    choice marker.
 
-``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
-    Copies the case to a temporary directory and runs its entry there with the current interpreter (a
+``run_mode(case, mode, timeout=DEFAULT_TIMEOUT_S) -> RunResult``
+    ``run_case(case, mode_env(case, mode), timeout, args=mode_args(case, mode))``: ``MODE_ENV[mode]``, and in
+    ``"choice"`` the case's ``choice_env`` and ``choice_args``. Use it rather than ``MODE_ENV[mode]`` alone.
+
+``run_case(case, extra_env, timeout=DEFAULT_TIMEOUT_S, args=()) -> RunResult``
+    Copies the case to a temporary directory and runs its entry there (``python <entry> *args``; ``sys.argv``
+    and ``sys.orig_argv`` as that gives them, through the fork server too) with the current interpreter (a
     ``libs`` case: ``case_python(case)``, the libraries' one, with ``LIBS_RUN_ENV`` (``HF_HUB_OFFLINE=1``...)
     so nothing can be downloaded; ``LibsMissing`` when it does not exist), ``CUDA_VISIBLE_DEVICES=""``, a
     clean distributed environment (no inherited ``MASTER_PORT``, ``LT_*``, ``RANK``...; Lightning picks a
-    free port per run) plus ``extra_env`` (``MODE_ENV[mode]``), and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
+    free port per run), ``HYDRA_FULL_ERROR=1`` (a hydra app's exception is re-raised, not printed stripped by
+    hydra) plus ``extra_env`` (``mode_env(case, mode)``), and a timeout. The final traceback of stderr is parsed (``[rankN]:`` prefixes removed): exception
     class, first line of the message, and the innermost frame inside the case's files -> (file, line);
     with several ranks only rank 0's lines are read.
     When a run fails with a rule's exception at a label, the fix for that label is applied to the copy
@@ -49,11 +60,15 @@ The label convention and the protocol are in ``fixtures/README.md``. API (keep i
     ``[]`` when the runs match the protocol for ``mode``; otherwise readable sentences (with the tail
     of stderr) so a test can ``assert ... == []``. In ``"plain"`` error labels must fire, warning
     labels may, hint labels must not; in ``"ddp"`` warning and hint labels must fire, error labels
-    may. A ``run=plain`` warning label must fire in ``"plain"`` and may in ``"ddp"``. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
+    may; in ``"choice"`` error and warning labels may fire, hint labels must not. A ``run=plain`` warning label
+    must fire in ``"plain"`` and may in the others; a ``run=choice`` warning label must fire in ``"choice"`` and
+    must not in ``"plain"`` nor ``"ddp"``. A run made with other arguments or choice variables than the mode's
+    for this case (``run_mode``) is a problem. Any other failure, or a rule exception at an unlabelled line, is a problem; so is the
     ModelParallel warning naming a class that no FAB002 label names (even when the run exits 0). The
     warning proves the FAB002 labels of the classes it names, with the same must/may table.
 
-``MODES``, ``MODE_ENV``, ``RULE_EXCEPTIONS`` (code -> tuple of (exception class name, message regex)
+``MODES``, ``MODE_ENV`` (what every case's run of a mode gets; ``mode_env(case, mode)`` and ``mode_args(case, mode)``
+add the case's choice), ``RULE_EXCEPTIONS`` (code -> tuple of (exception class name, message regex)
 pairs: one rule may be raised as several exceptions), ``RULE_WARNINGS`` (code -> regex of a warning that is
 the rule's finding although the run exits 0: ModelParallel's "Parameter initialization incomplete" for
 FAB002; group ``classes``), ``rule_of(exc_class, exc_message)`` (-> (code, match) or None),
@@ -68,6 +83,7 @@ import dataclasses
 import io
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -80,10 +96,13 @@ from pathlib import Path
 
 from support import forkserver, libs
 
-MODES = ("plain", "ddp")
+MODES = ("plain", "ddp", "choice")
 # LT_STRATEGY is what `fabric run --strategy ddp` sets; without LT_CLI_USED it silently replaces
 # the strategy written in the code (Lightning's _Connector._argument_from_env).
-MODE_ENV: dict[str, dict[str, str]] = {"plain": {}, "ddp": {"LT_STRATEGY": "ddp"}}
+# "choice" is the default run given the case's run-time choice: its `# ground-truth: choice ARG ...` arguments
+# and `# ground-truth: choice-env NAME=VALUE ...` variables, which depend on the case (mode_env, mode_args,
+# run_mode); MODE_ENV holds only what every case's run of the mode gets.
+MODE_ENV: dict[str, dict[str, str]] = {"plain": {}, "ddp": {"LT_STRATEGY": "ddp"}, "choice": {}}
 
 RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     "FAB001": (
@@ -138,6 +157,17 @@ RULE_EXCEPTIONS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
         ("TypeError", re.compile(r"`Fabric\.launch\(\.\.\.\)` needs to be a callable, but got")),
         ("TypeError", re.compile(r"`Fabric\.launch\(function=.*\)` needs to take at least one argument")),
         ("TypeError", re.compile(r"To spawn processes with the `\w+` strategy, `\.launch\(\)` needs to be called with a")),
+        # `launch(build(fabric))` where build returns a module: launch calls `module(fabric)`, whose forward fails
+        # on the Fabric (torch's own message, from inside forward; the innermost case frame is the launch line)
+        ("TypeError", re.compile(r"must be Tensor, not Fabric")),
+    ),
+    # torch's DistributedDataParallel refuses a module without a parameter that requires a gradient
+    "FAB009": (
+        (
+            "RuntimeError",
+            re.compile(r"DistributedDataParallel is not needed when a module doesn't have any parameter that requires a"
+                       r" gradient"),
+        ),
     ),
 }
 # Findings that are a warning, not an exception: ModelParallelStrategy (_materialize_distributed_module)
@@ -150,10 +180,14 @@ RULE_WARNINGS: dict[str, re.Pattern[str]] = {
     ),
 }
 _FSDP_FRAME_RE = re.compile(r"[/\\]torch[/\\]distributed[/\\]fsdp[/\\]")
-SEVERITIES = ("error", "warning", "hint")
+# "after": the checker reports nothing on that line, because an error certain on every configuration earlier
+# in the same function stops the program first (its finding names this line); the runtime error fires here only
+# once the labels before it are fixed.
+SEVERITIES = ("error", "warning", "hint", "after")
 # Which label severities must fire / may fire in each mode (fixtures/README.md table).
-_MUST_FIRE = {"plain": {"error"}, "ddp": {"warning", "hint"}}
-_MAY_FIRE = {"plain": {"warning"}, "ddp": {"error"}}
+# (run=plain and run=choice labels: _must_fire/_may_fire.)
+_MUST_FIRE = {"plain": {"error"}, "ddp": {"warning", "hint"}, "choice": set()}
+_MAY_FIRE = {"plain": {"warning"}, "ddp": {"error"}, "choice": {"error", "warning"}}
 
 DEFAULT_TIMEOUT_S = 120.0
 # Runs go through the pre-importing fork server (support/forkserver.py) unless FABRIC_LSP_GROUND_TRUTH_COLD=1;
@@ -165,6 +199,16 @@ _SCRUBBED_ENV_NAMES = {
     "MASTER_ADDR", "MASTER_PORT", "STANDALONE_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK",
     "GROUP_RANK", "LOCAL_WORLD_SIZE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
     "FABRIC_LSP_GROUND_TRUTH_COLD",
+}
+# Set in every run: hydra then re-raises an exception of the app instead of printing a stripped traceback
+# (hydra._internal.utils.run_and_report), so the traceback is the interpreter's own, [rankN]: prefixes and all,
+# and an error in hydra's own composition (a bad override) has one too.
+_RUN_ENV = {
+    "CUDA_VISIBLE_DEVICES": "",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_NUM_THREADS": "1",  # the machine is small and shared; cases are tiny
+    "HYDRA_FULL_ERROR": "1",
 }
 
 _LABEL_RE = re.compile(
@@ -181,6 +225,11 @@ _LIBS_RE = re.compile(r"^#\s*ground-truth:\s*libs\s*$")
 # launch()); it is started the way that command starts it (lightning.fabric.cli.main: LT_CLI_USED=1 and
 # torchrun, one CPU process), and it must be a trap: no labels.
 _FABRIC_RUN_RE = re.compile(r"^#\s*ground-truth:\s*fabric-run\s*$")
+# `# ground-truth: choice ARG ...` (command-line arguments, shell-split) and `# ground-truth: choice-env NAME=VALUE
+# ...` (environment variables): the run-time choice that the "choice" mode gives the program (run=choice labels).
+_CHOICE_RE = re.compile(r"^#\s*ground-truth:\s*choice(?![\w-])\s*(?P<text>.*)$")
+_CHOICE_ENV_RE = re.compile(r"^#\s*ground-truth:\s*choice-env(?![\w-])\s*(?P<text>.*)$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Added to a libs case's environment: the libraries must never reach the network (models come from configs).
 LIBS_RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 _RANK_PREFIX_RE = re.compile(r"^\[rank\d+\]: ?")
@@ -199,6 +248,8 @@ class Label:
     cls: str | None = None
     # "plain": a warning proven by the plain run: certain for the stated strategy but no exception
     # (ModelParallel's "Parameter initialization incomplete"), which LT_STRATEGY=ddp would replace.
+    # "choice": a warning on a path taken only under the case's run-time choice: proven by the "choice" run,
+    # and it must not fire in the default runs ("plain", "ddp").
     run: str | None = None
 
     def __str__(self) -> str:
@@ -219,6 +270,15 @@ class Case:
     libs: bool = False  # `# ground-truth: libs`: runs with the pinned libraries' interpreter
     reinitialised: str | None = None  # `# ground-truth: reinitialised <reason>` (see _REINITIALISED_RE)
     fabric_run: bool = False  # `# ground-truth: fabric-run`: started by Lightning's `fabric run` (a trap)
+    # `# ground-truth: choice ARG ...` / `# ground-truth: choice-env NAME=VALUE ...`: the arguments and variables
+    # of the "choice" mode (empty without the markers)
+    choice_args: tuple[str, ...] = ()
+    choice_env: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def has_choice(self) -> bool:
+        """Whether the case has a run-time choice marker (the "choice" mode applies)."""
+        return bool(self.choice_args or self.choice_env)
 
     @property
     def root(self) -> Path:
@@ -271,6 +331,7 @@ class RunResult:
     extra_env: dict[str, str]
     steps: list[RunStep] = field(default_factory=list)
     stop_note: str | None = None  # why the fix-and-rerun chain stopped early, if it did
+    args: tuple[str, ...] = ()  # command-line arguments after the entry (the "choice" mode's)
 
     @property
     def last(self) -> RunStep:
@@ -324,18 +385,75 @@ def _load_case(name: str, path: Path, entry: Path, files: tuple[str, ...]) -> Ca
     fabric_run = _parse_libs(entry.read_text(encoding="utf-8"), _FABRIC_RUN_RE)
     if fabric_run and labels:
         errors.append("a '# ground-truth: fabric-run' case is a trap: it must have no labels")
+    choice_text = _parse_skip(entry.read_text(encoding="utf-8"), _CHOICE_RE, "text")
+    choice_env_text = _parse_skip(entry.read_text(encoding="utf-8"), _CHOICE_ENV_RE, "text")
+    choice_args, choice_errors = _parse_choice_args(choice_text)
+    choice_env, choice_env_errors = _parse_choice_env(choice_env_text)
+    errors += choice_errors + choice_env_errors
+    if not (choice_args or choice_env):
+        errors += [
+            f"{label}: run=choice needs a run-time choice to give the program: '# ground-truth: choice ARG ...' or"
+            " '# ground-truth: choice-env NAME=VALUE ...' in the leading comment block of the entry file"
+            for label in labels
+            if label.run == "choice"
+        ]
     for marker, present in (
         ("skip", skip_reason is not None), ("libs", needs_libs), ("reinitialised", reinitialised is not None),
-        ("fabric-run", fabric_run),
+        ("fabric-run", fabric_run), ("choice", choice_text is not None), ("choice-env", choice_env_text is not None),
     ):
         markers = sum(
-            len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}\b", (base / rel).read_text(encoding="utf-8"), re.M))
+            len(re.findall(rf"^\s*#\s*ground-truth:\s*{marker}(?![\w-])", (base / rel).read_text(encoding="utf-8"),
+                           re.M))
             for rel in files
         )
         if markers > present:
             errors.append(f"'# ground-truth: {marker}' must sit once in the leading comment block of the entry file")
     return Case(name, path, entry, files, tuple(labels), skip_reason, tuple(errors), needs_libs, reinitialised,
-                fabric_run=fabric_run)
+                fabric_run=fabric_run, choice_args=choice_args, choice_env=choice_env)
+
+
+# Variables the harness itself sets or scrubs for every run (LT_* is the "ddp" mode's): no case's choice.
+def _harness_owned(name: str) -> bool:
+    return name in _RUN_ENV or name in _SCRUBBED_ENV_NAMES or name.startswith(_SCRUBBED_ENV_PREFIXES)
+
+
+def _parse_choice_args(text: str | None) -> tuple[tuple[str, ...], list[str]]:
+    """`# ground-truth: choice ARG ...`: the arguments, shell-split (shlex), or the marker's errors."""
+    if text is None:
+        return (), []
+    try:
+        args = tuple(shlex.split(text))
+    except ValueError as exc:
+        return (), [f"malformed '# ground-truth: choice {text}': {exc} (the arguments are shell-split)"]
+    if not args:
+        return (), ["'# ground-truth: choice' needs the command-line arguments of the choice ('choice --sample')"]
+    return args, []
+
+
+def _parse_choice_env(text: str | None) -> tuple[dict[str, str], list[str]]:
+    """`# ground-truth: choice-env NAME=VALUE ...`: the variables (shell-split), or the marker's errors."""
+    if text is None:
+        return {}, []
+    where = "'" + f"# ground-truth: choice-env {text}".rstrip() + "'"
+    try:
+        items = shlex.split(text)
+    except ValueError as exc:
+        return {}, [f"malformed {where}: {exc} (the assignments are shell-split)"]
+    if not items:
+        return {}, [f"{where} needs NAME=VALUE assignments ('choice-env EVAL=1')"]
+    env: dict[str, str] = {}
+    errors = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not _ENV_NAME_RE.match(name):
+            errors.append(f"malformed {where}: {item!r} is no NAME=VALUE assignment")
+        elif name in env:
+            errors.append(f"malformed {where}: {name} is assigned twice")
+        elif _harness_owned(name):
+            errors.append(f"malformed {where}: {name} is set or scrubbed by the harness itself, not a case's choice")
+        else:
+            env[name] = value
+    return (env, []) if not errors else ({}, errors)
 
 
 def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
@@ -356,7 +474,9 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
         where = f"{rel}:{line}"
         m = _LABEL_RE.match(tok.string)
         if not m:
-            errors.append(f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME] [run=plain]')")
+            errors.append(
+                f"{where}: malformed label {tok.string!r} (format: '# expect: CODE SEVERITY [class=NAME] [run=plain|choice]')"
+            )
             continue
         code, severity, cls, run = m["code"], m["severity"], m["cls"], m["run"]
         if code not in RULE_EXCEPTIONS:
@@ -371,44 +491,67 @@ def _parse_labels(rel: str, source: str) -> tuple[list[Label], list[str]]:
             errors.append(f"{where}: FAB002 label needs class=NAME unless the line is a class statement")
         if cls is not None and code != "FAB002":
             errors.append(f"{where}: class= is only meaningful for FAB002")
-        if run is not None and (run != "plain" or severity != "warning" or code != "FAB002"):
+        if run == "choice":
+            if severity != "warning":
+                errors.append(
+                    f"{where}: run=choice is only for a warning (a path taken only under a run-time choice is a"
+                    " warning naming the choice, never an error or a hint)"
+                )
+        elif run is not None and run != "plain":
+            errors.append(f"{where}: unknown run={run} (run=plain or run=choice)")
+        elif run is not None and (severity != "warning" or code != "FAB002"):
             errors.append(f"{where}: run=plain is only for a FAB002 warning proven by ModelParallel's warning in the plain run")
         seen_lines.add(line)
         labels.append(Label(rel, line, code, severity, cls, run))
     for tok in tokens:
         if tok.type == tokenize.COMMENT and re.match(r"#\s*ground-truth\b", tok.string):
             if not (_SKIP_RE.match(tok.string) or _LIBS_RE.match(tok.string) or _REINITIALISED_RE.match(tok.string)
-                    or _FABRIC_RUN_RE.match(tok.string)):
+                    or _FABRIC_RUN_RE.match(tok.string) or _CHOICE_RE.match(tok.string)
+                    or _CHOICE_ENV_RE.match(tok.string)):
                 errors.append(
                     f"{rel}:{tok.start[0]}: malformed marker (format: '# ground-truth: skip <reason>',"
-                    " '# ground-truth: libs', '# ground-truth: reinitialised <reason>' or '# ground-truth: fabric-run')"
+                    " '# ground-truth: libs', '# ground-truth: reinitialised <reason>', '# ground-truth: fabric-run',"
+                    " '# ground-truth: choice ARG ...' or '# ground-truth: choice-env NAME=VALUE ...')"
                 )
     return labels, errors
 
 
-def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE) -> str | None:
-    for raw in entry_source.splitlines():
+def _leading_comments(entry_source: str) -> list[str]:
+    """The comment lines of the entry file's leading comment block: the comments before its first statement, a
+    module docstring being no statement here (markers sit at the top of the file or right after the docstring)."""
+    lines = entry_source.splitlines()
+    docstring_end = 0
+    try:
+        body = ast.parse(entry_source).body
+    except SyntaxError:
+        body = []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+        body[0].value.value, str
+    ):
+        docstring_end = body[0].end_lineno or 0
+    comments = []
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
+        if docstring_end and body[0].lineno <= number <= docstring_end:
+            continue
         if not line:
             continue
         if not line.startswith("#"):
-            return None  # only the leading comment block counts
+            break  # only the leading comment block counts
+        comments.append(line)
+    return comments
+
+
+def _parse_skip(entry_source: str, pattern: re.Pattern[str] = _SKIP_RE, group: str = "reason") -> str | None:
+    for line in _leading_comments(entry_source):
         m = pattern.match(line)
         if m:
-            return m["reason"].strip()
+            return m[group].strip()
     return None
 
 
 def _parse_libs(entry_source: str, marker: re.Pattern[str] = _LIBS_RE) -> bool:
-    for raw in entry_source.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if not line.startswith("#"):
-            return False  # only the leading comment block counts
-        if marker.match(line):
-            return True
-    return False
+    return any(marker.match(line) for line in _leading_comments(entry_source))
 
 
 def label_class(case: Case, label: Label) -> str | None:
@@ -425,11 +568,30 @@ def label_class(case: Case, label: Label) -> str | None:
 def applicable_modes(case: Case) -> list[str]:
     proofs = {_proof(label) for label in case.labels}
     modes = []
-    if not proofs or proofs & {"error", "hint", "plain"}:
+    # A run=choice label is proven twice: it fires with the choice and the default runs never reach it.
+    if not proofs or proofs & {"error", "hint", "plain", "choice"}:
         modes.append("plain")
-    if (not proofs or proofs & {"warning", "hint"}) and case.reinitialised is None:
+    if (not proofs or proofs & {"warning", "hint", "choice"}) and case.reinitialised is None:
         modes.append("ddp")
+    if case.has_choice:
+        modes.append("choice")
     return modes
+
+
+def mode_env(case: Case, mode: str) -> dict[str, str]:
+    """The extra environment of the case's run in ``mode``: ``MODE_ENV[mode]``, and in ``"choice"`` the case's
+    ``choice-env`` variables."""
+    return {**MODE_ENV[mode], **(case.choice_env if mode == "choice" else {})}
+
+
+def mode_args(case: Case, mode: str) -> tuple[str, ...]:
+    """The command-line arguments of the case's run in ``mode``: its ``choice`` arguments in ``"choice"``."""
+    return case.choice_args if mode == "choice" else ()
+
+
+def run_mode(case: Case, mode: str, timeout: float = DEFAULT_TIMEOUT_S) -> RunResult:
+    """``run_case`` with the environment and arguments of ``mode`` for this case."""
+    return run_case(case, mode_env(case, mode), timeout, args=mode_args(case, mode))
 
 
 def _proof(label: Label) -> str:
@@ -438,10 +600,16 @@ def _proof(label: Label) -> str:
 
 
 def _must_fire(label: Label, mode: str) -> bool:
+    if label.severity == "after":
+        return mode == "plain"  # once the earlier error is fixed (a later run of the same mode)
     return mode == label.run if label.run else label.severity in _MUST_FIRE[mode]
 
 
 def _may_fire(label: Label, mode: str) -> bool:
+    if label.run == "choice":
+        return False  # the default runs never reach it (and in "choice" it must fire)
+    if label.severity == "after":
+        return True  # in any mode, once the earlier error is fixed
     return mode != label.run if label.run else label.severity in _MAY_FIRE[mode]
 
 
@@ -473,12 +641,15 @@ def parse_traceback(stderr: str) -> tuple[str | None, str | None, list[tuple[str
     return None, None, frames
 
 
-def run_case(case: Case, extra_env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S) -> RunResult:
-    result = RunResult(case.name, dict(extra_env))
+def run_case(
+    case: Case, extra_env: dict[str, str], timeout: float = DEFAULT_TIMEOUT_S, args: tuple[str, ...] = ()
+) -> RunResult:
+    args = tuple(args)
+    result = RunResult(case.name, dict(extra_env), args=args)
     fixed: list[Label] = []
     patched = {rel: case.source(rel) for rel in case.files}
     while True:
-        step = _run_with_port_retry(case, patched, extra_env, timeout, tuple(fixed))
+        step = _run_with_port_retry(case, patched, extra_env, timeout, tuple(fixed), args)
         result.steps.append(step)
         new_hits = [label for label in step.hit if label not in fixed]
         if step.returncode == 0 or not new_hits:
@@ -495,13 +666,13 @@ def run_case(case: Case, extra_env: dict[str, str], timeout: float = DEFAULT_TIM
             fixed.append(label)
 
 
-def _run_with_port_retry(case, sources, extra_env, timeout, fixed) -> RunStep:
+def _run_with_port_retry(case, sources, extra_env, timeout, fixed, args=()) -> RunStep:
     # Lightning picks a free port by binding port 0 and releasing it, so two concurrent DDP runs can,
     # rarely, race for the same port; that is the machine, not the case: retry.
     # Likewise torch's gloo threads can abort the interpreter at exit ("terminate called without an
     # active exception", SIGABRT, no Python traceback) on a loaded machine: retry that too.
     for attempt in range(3):
-        step = _run_once(case, sources, extra_env, timeout, fixed)
+        step = _run_once(case, sources, extra_env, timeout, fixed, args)
         if step.returncode == 0:
             break
         aborted_at_exit = step.exc_class is None and _ABORT_AT_EXIT_RE.search(step.stderr)
@@ -520,19 +691,14 @@ def case_python(case: Case) -> str:
     return libs.libs_python()
 
 
-def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) -> RunStep:
+def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed, args=()) -> RunStep:
     python = case_python(case)
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in _SCRUBBED_ENV_NAMES and not k.startswith(_SCRUBBED_ENV_PREFIXES)
     }
-    env.update(
-        CUDA_VISIBLE_DEVICES="",
-        PYTHONUNBUFFERED="1",
-        PYTHONDONTWRITEBYTECODE="1",
-        OMP_NUM_THREADS="1",  # the machine is small and shared; cases are tiny
-    )
+    env.update(_RUN_ENV)
     if case.libs:
         env.update(LIBS_RUN_ENV)
     env.update(extra_env)
@@ -544,12 +710,12 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
             (workdir / rel).write_text(text, encoding="utf-8")
         started = time.monotonic()
         via = "fork-server"
-        done = forkserver.run_python(case.entry_name, workdir, env, timeout, _module_names(case), python) if (
-            USE_FORK_SERVER and _fork_server_ok(case, sources) and not case.fabric_run
-        ) else None
+        done = forkserver.run_python(
+            case.entry_name, workdir, env, timeout, _module_names(case), python, args=args
+        ) if (USE_FORK_SERVER and _fork_server_ok(case, sources) and not case.fabric_run) else None
         if done is None:
             via = "subprocess" if not case.fabric_run else "fabric-run"
-            done = _run_cold(case.entry_name, workdir, env, timeout, python, case.fabric_run)
+            done = _run_cold(case.entry_name, workdir, env, timeout, python, case.fabric_run, args)
         stdout, stderr, timed_out = done.stdout, done.stderr, done.timed_out
         seconds = time.monotonic() - started
         exc_class, exc_message, frames = parse_traceback(stderr) if done.returncode else (None, None, [])
@@ -575,9 +741,10 @@ def _run_once(case: Case, sources: dict[str, str], extra_env, timeout, fixed) ->
     return dataclasses.replace(step, rule=rule, hit=hit, warned_hit=warned_hit)
 
 
-# What `fabric run --accelerator cpu --devices 1 <entry>` runs, without click (not a Lightning
+# What `fabric run --accelerator cpu --devices 1 <entry> [ARG ...]` runs, without click (not a Lightning
 # dependency): the command's own function, which sets LT_CLI_USED=1 and the LT_* of its options and
-# starts the script with torchrun. `--strategy ddp` (the "ddp" mode) is LT_STRATEGY from the mode's env.
+# starts the script with torchrun, passing it the script's arguments (the "choice" mode's).
+# `--strategy ddp` (the "ddp" mode) is LT_STRATEGY from the mode's env.
 _FABRIC_RUN_BOOTSTRAP = (
     "import socket, sys\n"
     "from argparse import Namespace\n"
@@ -585,19 +752,19 @@ _FABRIC_RUN_BOOTSTRAP = (
     "with socket.socket() as s:\n"
     "    s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]\n"
     "main(Namespace(accelerator='cpu', strategy=None, devices='1', num_nodes=1, node_rank=0,\n"
-    "               main_address='127.0.0.1', main_port=port, precision=None, script=sys.argv[1]), [])\n"
+    "               main_address='127.0.0.1', main_port=port, precision=None, script=sys.argv[1]), sys.argv[2:])\n"
 )
 
 
 def _run_cold(
     entry_name: str, workdir: Path, env: dict[str, str], timeout: float, python: str | None = None,
-    fabric_run: bool = False,
+    fabric_run: bool = False, args: tuple[str, ...] = (),
 ) -> forkserver.Completed:
-    """`python <entry>` as a fresh interpreter: the reference the fork server is checked against; for a
+    """`python <entry> [ARG ...]` as a fresh interpreter: the reference the fork server is checked against; for a
     `fabric-run` case, the `fabric run` command."""
-    command = [python or sys.executable, entry_name]
+    command = [python or sys.executable, entry_name, *args]
     if fabric_run:
-        command = [python or sys.executable, "-c", _FABRIC_RUN_BOOTSTRAP, entry_name]
+        command = [python or sys.executable, "-c", _FABRIC_RUN_BOOTSTRAP, entry_name, *args]
     proc = subprocess.Popen(
         command,
         cwd=workdir,
@@ -828,6 +995,14 @@ def _apply_fix(source: str, label: Label, step: RunStep) -> str:
                 else:
                     inner = f'__import__("torch").utils.data.DataLoader({text(argument)})'
                 points.append((node.lineno, (argument.col_offset, argument.end_col_offset), inner))
+    elif label.code == "FAB009":
+        # `fabric.setup_module(m)` / `fabric.setup(m)` -> `fabric.to_device(m)`: the frozen module is moved, not wrapped
+        points = []
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.lineno == label.line
+                    and node.func.attr in ("setup", "setup_module") and len(node.args) == 1):
+                end = node.func.end_col_offset
+                points.append((node.func.end_lineno, (end - len(node.func.attr), end), "to_device"))
     elif label.code == "FAB005":
         points = _launch_after_constructor(tree, source, label)
     elif label.code == "FAB008":
@@ -894,10 +1069,20 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
         return problems + [f"unknown mode {mode!r}"]
     if mode not in applicable_modes(case):
         problems.append(f"mode {mode!r} does not apply to this case (labels: {[str(l) for l in case.labels]})")
+    want_env, want_args = mode_env(case, mode), mode_args(case, mode)
+    given_env = {k: result.extra_env.get(k) for k in {**want_env, **case.choice_env}}
+    if given_env != {k: want_env.get(k) for k in given_env} or tuple(result.args) != want_args:
+        # A "choice" run made without the case's choice proves nothing (and a default run made with it neither).
+        problems.append(
+            f"the {mode} run was made with arguments {list(result.args)} and extra env {result.extra_env}, but the"
+            f" case's {mode} run has arguments {list(want_args)} and extra env {want_env} (use run_mode(case, {mode!r}))"
+        )
     must = {l for l in case.labels if _must_fire(l, mode)}
     may = {l for l in case.labels if _may_fire(l, mode)}
     proven: set[Label] = set()
     env = " ".join(f"{k}={v}" for k, v in result.extra_env.items()) or "no extra env"
+    if result.args:
+        env += "; arguments " + shlex.join(result.args)
     for index, step in enumerate(result.steps):
         run = f"{mode} run {index + 1} ({env}" + (
             f"; fixed before this run: {', '.join(map(str, step.fixed))})" if step.fixed else ")"
@@ -918,7 +1103,7 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
             if wrong:
                 problems.append(
                     f"{run}: {', '.join(map(str, wrong))} fired (Parameter initialization incomplete), but in the"
-                    f" {mode} run a {wrong[0].severity} label must not fire (README table)"
+                    f" {mode} run {_kind(wrong[0])} must not fire (README table)"
                 )
             proven.update(l for l in step.warned_hit if l in must)
         if step.returncode == 0:
@@ -931,11 +1116,17 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
             else:
                 problems.append(f"{run} failed with something that is no labelled finding: {step.describe()}" + _tail(step))
             break
+        early = [l for l in step.hit if l.severity == "after" and not step.fixed]
+        if early:
+            problems.append(
+                f"{run}: {', '.join(map(str, early))} fired before any earlier label was fixed: an 'after' label is a"
+                f" site that an earlier certain error stops first (README): {step.describe()}"
+            )
         wrong = [l for l in step.hit if l not in must and l not in may]
         if wrong:
             problems.append(
-                f"{run}: {', '.join(map(str, wrong))} fired, but in the {mode} run a {wrong[0].severity}"
-                f" label must not fire (README table): {step.describe()}"
+                f"{run}: {', '.join(map(str, wrong))} fired, but in the {mode} run {_kind(wrong[0])}"
+                f" must not fire (README table): {step.describe()}"
             )
         proven.update(l for l in step.hit if l in must)
     for label in sorted(must - proven, key=lambda l: (l.file, l.line)):
@@ -945,6 +1136,12 @@ def expected_outcome_problems(case: Case, result: RunResult, mode: str) -> list[
             + (_tail(result.last) if result.last.returncode not in (0, None) else "")
         )
     return problems
+
+
+def _kind(label: Label) -> str:
+    if label.run == "choice":
+        return "a run=choice label (a path taken only under the run-time choice, which the default runs never reach)"
+    return f"a {label.severity} label"
 
 
 def _tail(step: RunStep, lines: int = 25) -> str:

@@ -7,8 +7,10 @@ into what ``python <entry>`` would have been at the point where the case imports
 
 Client side (used by ``support.cases``)::
 
-    completed = run_python(entry, cwd, env, timeout, names=case_module_names, python=interpreter)
+    completed = run_python(entry, cwd, env, timeout, names=case_module_names, python=interpreter, args=("--x",))
     # -> Completed(returncode, stdout, stderr, timed_out) or None (then run the program cold)
+
+``args`` are the program's command-line arguments (``python <entry> ARG ...``).
 
 ``python`` (default: the client's own interpreter) is the interpreter the server runs in, so its children are
 what ``<python> <entry>`` would have been; each interpreter gets servers of its own.
@@ -24,8 +26,9 @@ kill its process group: ``os.killpg``), stdout/stderr on the caller's pipes, std
 caller (as ``subprocess.Popen`` does), ``os.chdir(cwd)``, module globals that hold the server's cwd as a path
 rebased onto ``cwd`` (``rich._IMPORT_CWD``, transformers' ``PATH_TO_TRANSFORMERS``: with the libraries installed,
 importing Lightning imports them), ``os.environ`` replaced by ``env`` (Lightning
-reads it only later, in ``Fabric(...)``), ``sys.argv == [entry]`` (relative: Lightning's
-``_SubprocessScriptLauncher`` re-runs ``sys.executable`` + ``abspath(sys.argv[0])``), ``sys.orig_argv``,
+reads it only later, in ``Fabric(...)``), ``sys.argv == [entry, *args]`` (the entry relative: Lightning's
+``_SubprocessScriptLauncher`` re-runs ``sys.executable`` + ``abspath(sys.argv[0])`` + ``sys.argv[1:]``, and hydra's
+``@hydra.main`` parses ``sys.argv[1:]``), ``sys.orig_argv == [sys.executable, entry, *args]``,
 ``sys.path[0]`` the script's directory, a fresh ``__main__`` module (``__file__`` absolute, the attributes
 ``python main.py`` sets), multiprocessing's ``ORIGINAL_DIR`` and authkey, torch's CPU generator and numpy's
 global random state re-seeded from the OS (``random`` re-seeds itself at fork), and whatever the imports
@@ -238,7 +241,9 @@ def _serve(sock_fd: int):
             return None  # the client went away
         request = json.loads(data)
         collisions = sorted(set(request.get("names", ())) & looked_up)
-        if request.get("op") != "run" or len(fds) != 2 or collisions:
+        args = request.get("args", [])
+        bad = not (isinstance(args, list) and all(isinstance(a, str) for a in args))
+        if request.get("op") != "run" or len(fds) != 2 or collisions or bad:
             for fd in fds:
                 os.close(fd)
             reason = f"the case's modules {collisions} shadow modules the server imported" if collisions else "bad request"
@@ -309,9 +314,10 @@ def _become_program(
     for name in env_unset:
         os.environ.pop(name, None)
     argv0 = request["argv0"]
+    args = list(request.get("args", []))
     path = os.path.join(os.getcwd(), argv0)
-    sys.argv[:] = [argv0]
-    sys.orig_argv[:] = [sys.executable, argv0]
+    sys.argv[:] = [argv0, *args]
+    sys.orig_argv[:] = [sys.executable, argv0, *args]
     sys.path[0] = os.path.dirname(path)
 
     import builtins
@@ -451,12 +457,15 @@ class _Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, argv0: str, cwd: str, env: dict[str, str], timeout: float, names) -> Completed | None:
+    def run(self, argv0: str, cwd: str, env: dict[str, str], timeout: float, names, args=()) -> Completed | None:
         _, locale, selectors, _, _, _, time, _ = _client_imports()
         started = time.monotonic()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        request = {"op": "run", "argv0": argv0, "cwd": os.fspath(cwd), "env": env, "names": sorted(names)}
+        request = {
+            "op": "run", "argv0": argv0, "args": [str(a) for a in args], "cwd": os.fspath(cwd), "env": env,
+            "names": sorted(names),
+        }
         try:
             socket.send_fds(self.sock, [json.dumps(request).encode("utf-8")], [out_w, err_w])
         except OSError as exc:
@@ -612,17 +621,17 @@ def unavailable_reasons() -> list[str]:
 
 
 def run_python(
-    argv0: str, cwd, env: dict[str, str], timeout: float, names=(), python: str | None = None
+    argv0: str, cwd, env: dict[str, str], timeout: float, names=(), python: str | None = None, args=()
 ) -> Completed | None:
-    """Run `<python> argv0` (default: this interpreter) in cwd with exactly env, through a fork server. None: run
-    it cold instead."""
+    """Run `<python> argv0 [ARG ...]` (default: this interpreter) in cwd with exactly env, through a fork server.
+    None: run it cold instead."""
     if disabled_reason():
         return None
     server = server_for(env, python)
     if server is None:
         return None
     try:
-        return server.run(argv0, cwd, env, timeout, names)
+        return server.run(argv0, cwd, env, timeout, names, args)
     except ServerError as exc:
         _drop(_key(env, python), str(exc))
         _client_imports()[-1].warn(f"ground truth: fork server failed ({exc}); this run goes cold", stacklevel=2)
