@@ -192,6 +192,15 @@ def test_a_list_of_device_indices_counts_as_its_length(tmp_path):
         model.sample(torch.ones(4))
     maybe(model)
     ''', "when `PREVIEW=yes`"),
+    # a value made only under the choice, tested for None later
+    ('''
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--preview", choices=["none", "grid"], default="none")
+    args = parser.parse_args()
+    previewer = model if args.preview == "grid" else None
+    if previewer is not None:
+        previewer.sample(torch.ones(4))
+    ''', "when run with `--preview grid`"),
     # both parts of `and` must hold
     ('''
     parser = argparse.ArgumentParser()

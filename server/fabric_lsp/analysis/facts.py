@@ -243,8 +243,9 @@ class FabricFact:
         home = [u for u in self.uses if encloses[id(u.scope)]]
         first = (home or self.uses)[0]
         for launch in self.launches:
-            if launch.when:
-                continue  # `if os.environ.get("MULTI_NODE") == "1": fabric.launch()`: not on the default run
+            if launch.when and launch.when[5:] not in first.when:
+                # `if os.environ.get("MULTI_NODE") == "1": fabric.launch()`: not on the way the use is reached
+                continue
             if launch.scope is not first.scope or _position(launch.node) < _position(first.node):
                 return None
         return first

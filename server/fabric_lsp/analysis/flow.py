@@ -199,6 +199,7 @@ class Solver(
         self._unroll_bodies: dict[int, tuple] = {}  # id(loop body IR) -> (worth unrolling, the body, kept alive)
         self._test_parts: dict[int, list] = {}  # id(boolop IR) -> its operands' values, last evaluated
         self._last_test_values: frozenset = frozenset()  # the values of the test _decide evaluated last
+        self._none_condition = None  # the choice that makes the conditional expression evaluated last not None
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:

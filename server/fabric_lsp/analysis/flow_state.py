@@ -94,7 +94,8 @@ class Event:
 
 class _Frame:
     __slots__ = ("scope", "env", "marked", "meta", "default_meta", "cells", "statement", "self_values", "expecting",
-                 "variant", "decider", "written", "fresh", "in_loop", "constructed", "guards", "excluded")
+                 "variant", "decider", "written", "fresh", "in_loop", "constructed", "guards", "excluded",
+                 "none_when")
 
     def __init__(self, scope: ir.Scope) -> None:
         self.scope = scope
@@ -122,6 +123,9 @@ class _Frame:
         # In the program's Fabric-less mode (`if self.fabric is None:`, PythonBranches.fabric_absent_arm): which
         # wrapped models reach this branch cannot be told, so what happens to them here is not recorded.
         self.excluded = False
+        # Local names bound to `X if <run-time choice> else None`: the choice that makes them not None
+        # (semantics/run_choices.py), so `if scaler is not None:` is a branch on that choice.
+        self.none_when: dict = {}
 
     def fork(self) -> "_Frame":
         other = _Frame.__new__(_Frame)
@@ -142,6 +146,7 @@ class _Frame:
         other.constructed = None
         other.guards = self.guards
         other.excluded = self.excluded
+        other.none_when = self.none_when
         return other
 
     def merge(self, other: "_Frame") -> bool:

@@ -58,7 +58,7 @@ def _finding(facts: ProgramFacts, fabric: FabricFact) -> Finding | None:
         # The project's README or scripts start its other scripts with `fabric run`: this one likely too.
         severity = Severity.HINT
         why += " (the project starts other scripts with `fabric run`; started so, this one would not raise)"
-    chosen = [launch_call.when for launch_call in fabric.launches if launch_call.when]
+    chosen = [launch_call.when for launch_call in fabric.launches if launch_call.when and launch_call.when[5:] not in use.when]
     if chosen:
         why += f" (`launch()` runs only {chosen[0]})"
     later = any(launch_call.scope is use.scope and not launch_call.when for launch_call in fabric.launches)

@@ -139,13 +139,17 @@ class PythonStatements:
         frame.statement = statement[3]
         frame.constructed = None
         value = statement[2]
+        self._none_condition = None
         values = self.ev(value, frame)
+        none_condition = self._none_condition if value[0] == "ifexp" else None
         # `cfg = TrainConfig()` here, outside loops: an object only this run holds (until it is passed on)
         made_here = value[0] == "call" and frame.constructed is value[4] and not frame.in_loop
         for target in statement[1]:
             self.assign(target, values, frame)
             if target[0] == "name" and made_here:
                 frame.fresh = frame.fresh | {("var", target[1])}
+            if target[0] == "name" and none_condition is not None:
+                frame.none_when = {**frame.none_when, target[1]: none_condition}
 
     def _s_aug(self, statement, frame: _Frame) -> None:
         values = self.ev(statement[2], frame)
@@ -174,7 +178,7 @@ class PythonStatements:
             self._exec(statement[2] if taken else statement[3], frame)
             return
         guards, excluded = frame.guards, frame.excluded
-        when_true, when_false = self.arm_guards(statement[1], self._last_test_values)
+        when_true, when_false = self.arm_guards(statement[1], self._last_test_values, frame)
         absent = self.fabric_absent_arm(statement[1], frame)
         other = frame.fork()
         if when_true:
@@ -440,6 +444,8 @@ class PythonStatements:
             scope = frame.scope
             if frame.written or frame.fresh:
                 self._rebound(name, frame)
+            if frame.none_when and name in frame.none_when:
+                frame.none_when = {k: v for k, v in frame.none_when.items() if k != name}
             if scope.kind == ir.MODULE:
                 frame.env[name] = values
             elif name in scope.declared_global:

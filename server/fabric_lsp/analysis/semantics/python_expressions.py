@@ -156,14 +156,19 @@ class PythonExpressions:
         guards, excluded = frame.guards, frame.excluded
         when_true, when_false = self.arm_guards(test, self._last_test_values)
         absent = self.fabric_absent_arm(test, frame)
+        condition = self.choice_condition(test, self._last_test_values) if when_true or when_false else None
         frame.guards = guards + (when_true,) if when_true else guards
         frame.excluded = excluded or absent is True
-        found = self.ev(body, frame)
+        taken = self.ev(body, frame)
         frame.guards = guards + (when_false,) if when_false else guards
         frame.excluded = excluded or absent is False
-        found = found | self.ev(orelse, frame)
+        other = self.ev(orelse, frame)
         frame.guards, frame.excluded = guards, excluded
-        return found
+        # `GradScaler() if args.amp else None`: what makes the value not None, for a later `if scaler is not None:`
+        self._none_condition = (condition if other == _NONE_SET and _NONE_CONST not in taken else
+                                condition.negated() if condition is not None and taken == _NONE_SET
+                                and _NONE_CONST not in other else None)
+        return taken | other
 
     def _e_boolop(self, expr, frame) -> frozenset:
         """`a or b`, `a and b`: every operand may be the result, except an operand whose constants

@@ -225,13 +225,33 @@ class RunChoices:
             return _Condition.joined(test[1], conditions)
         return _Condition.of(values)
 
-    def arm_guards(self, test: tuple, values: frozenset) -> tuple[str, str]:
+    def arm_guards(self, test: tuple, values: frozenset, frame=None) -> tuple[str, str]:
         """The choice each arm of a branch is taken under ("" for the default run's arm, or where the test
         is not made of choices): (when true, when false)."""
         condition = self.choice_condition(test, values)
+        if condition is None and frame is not None and frame.none_when:
+            condition = _none_test(test, frame.none_when)
         if condition is None:
             return "", ""
         return condition.guard(True), condition.guard(False)
+
+
+def _none_test(test: tuple, none_when: dict) -> "_Condition | None":
+    """`scaler is not None` / `scaler is None` / `if scaler:` where `scaler = GradScaler() if <choice> else None`."""
+    polarity = True
+    while test[0] == "not":
+        test, polarity = test[1], not polarity
+    if test[0] == "name":
+        name, set_when = test[1], True
+    elif test[0] == "compare" and len(test[2]) == 1 and test[2][0][1] == ("const", None) and test[1][0] == "name" \
+            and test[2][0][0] in ("Is", "IsNot"):
+        name, set_when = test[1][1], test[2][0][0] == "IsNot"
+    else:
+        return None
+    condition = none_when.get(name)
+    if condition is None:
+        return None
+    return condition if set_when == polarity else condition.negated()
 
 
 _UNCOMPARABLE = object()
