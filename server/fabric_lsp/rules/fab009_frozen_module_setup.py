@@ -124,6 +124,24 @@ fabric.launch()
 teacher = fabric.setup_module(nn.Linear(4, 2))
 teacher.requires_grad_(False)
 ''',
+    # Frozen, then given trainable layers (directly or through a helper): it trains again.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+def attach_adapter(model):
+    model.adapter = nn.Linear(4, 4)
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+backbone = nn.Sequential(nn.Linear(4, 4))
+backbone.requires_grad_(False)
+backbone.head = nn.Linear(4, 2)
+backbone = fabric.setup_module(backbone)
+encoder = nn.Sequential(nn.Linear(4, 4)).requires_grad_(False)
+attach_adapter(encoder)
+encoder = fabric.setup_module(encoder)
+''',
     # torch FSDP accepts a module without trainable parameters.
     '''
 import torch.nn as nn

@@ -463,6 +463,7 @@ class PythonStatements:
         elif kind == "attr":
             objects = self.ev(pattern[1], frame)
             self.store_attribute(objects, pattern[2], values)
+            self._thaw(pattern[1], frame)  # `model.head = nn.Linear(...)` after freezing it: it trains again
             chain = _chain(pattern[1])
             if chain is not None:
                 self._write_through(frame, ("path", chain[0], chain[1] + (pattern[2],)), values,
@@ -470,6 +471,7 @@ class PythonStatements:
         elif kind == "sub":
             objects = self.ev(pattern[1], frame)
             keys = self.ev(pattern[2], frame)
+            self._thaw(pattern[1], frame)
             for obj in objects:
                 if isinstance(obj, Container):
                     self._store_element(obj, keys, values)

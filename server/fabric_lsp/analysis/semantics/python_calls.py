@@ -83,6 +83,7 @@ class PythonCalls:
             self._reinit_event(func_expr[2], call)
         if frame.written or frame.fresh:
             self._passed_on(frame, callees, args, kwargs, receivers)
+        self._thaw_passed(frame, func_expr, arg_exprs, kwarg_exprs, callees)
         if any(_opaque(callee) for callee in callees):
             for _, values in args:
                 self._escape(values)

@@ -18,6 +18,7 @@ from fabric_lsp.analysis.values import (
     FabricValue,
     Instance,
     JUST_UNKNOWN,
+    Lib,
     Output,
     Special,
     Tuple,
@@ -89,6 +90,35 @@ class TorchSemantics:
                 if held is not None and held & before:
                     frame.written[key] = (held - before) | after
                     self.store_attribute(self.ev(expr[1], frame), expr[2], after)
+
+    def _thaw(self, expr: tuple, frame: _Frame) -> None:
+        """A frozen module that code may change (a trainable layer attached after the freeze, parameters switched
+        back on, a helper given it): from here on it is not known to be frozen (FAB009 needs it certain)."""
+        root = expr
+        while root[0] in ("attr", "sub", "call"):
+            root = root[1]
+        if root[0] != "name":
+            return
+        held = frame.env.get(root[1])
+        if held and any(isinstance(v, Instance) and v.frozen is not None for v in held):
+            frame.env[root[1]] = frozenset(v._replace(frozen=None) if isinstance(v, Instance) and v.frozen is not None
+                                           else v for v in held)
+
+    def _thaw_passed(self, frame: _Frame, func_expr: tuple, arg_exprs, kwarg_exprs, callees: frozenset) -> None:
+        """Thaw the frozen locals a call may change: given to it, or the receiver of a method that is not one of
+        the module API's reading or moving ones."""
+        if not frame.env:
+            return
+        harmless = all(isinstance(c, Special) and c.kind in _NOT_THAWING_SPECIALS or isinstance(c, Lib)
+                       and c.qualified.startswith(_NOT_THAWING_LIBRARY) for c in callees) and bool(callees)
+        if harmless:
+            return
+        if func_expr[0] == "attr" and func_expr[2] not in _NOT_THAWING_METHODS:
+            self._thaw(func_expr[1], frame)
+        for argument in arg_exprs:
+            self._thaw(argument[1] if argument[0] == "star" else argument, frame)
+        for _, argument in kwarg_exprs:
+            self._thaw(argument, frame)
 
     def _freezing_loop(self, statement, iterable: frozenset, frame: _Frame) -> None:
         """`for p in m.parameters(): p.requires_grad = False` (or `p.requires_grad_(False)`), unconditionally
@@ -304,3 +334,15 @@ def _freezing_parameters(scope) -> tuple[int, ...]:
                     found.append(index)
     known = scope.__dict__["_fabric_lsp_freezes"] = tuple(sorted(set(found)))
     return known
+
+
+# Calls that neither change a module's parameters nor attach layers to it (FAB009 keeps it frozen across them).
+_NOT_THAWING_METHODS = frozenset((
+    "eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "xpu", "parameters",
+    "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "named_children",
+    "state_dict", "load_state_dict", "forward", "requires_grad_", "zero_grad", "extra_repr", "__call__",
+))
+_NOT_THAWING_SPECIALS = frozenset(("fabric_method", "returns_receiver", "requires_grad", "wrapped_forward"))
+_NOT_THAWING_LIBRARY = ("builtins.print", "builtins.len", "builtins.isinstance", "builtins.type", "builtins.id",
+                        "builtins.str", "builtins.repr", "builtins.sum", "builtins.hasattr", "builtins.getattr",
+                        "copy.", "torch.no_grad", "torch.inference_mode", "logging.")
