@@ -79,6 +79,7 @@ def test_the_installed_wheel_ships_and_links_every_rule_page(installed, tmp_path
         explained = run(installed, "explain", rule.code, cwd=tmp_path)
         assert explained.returncode == 0, explained.stderr
         assert explained.stdout.endswith(f"\n\nRule page: {page.as_uri()}\n")
+        assert run(installed, "explain", "--url", rule.code, cwd=tmp_path).stdout == page.as_uri() + "\n"
         record = default_records().by_id(rule.record_id)
         assert f"Source: " in explained.stdout and record.github_url in explained.stdout  # the evidence stays
     shutil.copy(CASE, tmp_path / "train.py")
@@ -110,6 +111,14 @@ def test_docs_url_points_every_link_at_the_teams_pages(tmp_path):
     assert {r["id"]: r["helpUri"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}["FAB001"] == team
     explained = cli("explain", "FAB001").stdout
     assert explained.endswith(f"\n\nRule page: {team}\nInstalled copy: {page_url('FAB001')}\n")
+    # `explain --url`: the link alone, one line per query; a pasted message names its rule's page.
+    assert cli("explain", "--url", "FAB001", "FAB009").stdout == f"{team}\n{TEAM.replace('{code}', 'FAB009')}\n"
+    assert cli("explain", "--url", "You are calling the method from outside the model").stdout == team + "\n"
+    unknown = cli("explain", "--url", "FAB999")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    # The documentation site's rule pages (MkDocs directory URLs, docs/ci.md): `{code}/`.
+    (tmp_path / "pyproject.toml").write_text('[tool.fabric-lsp]\ndocs-url = "https://docs.example.org/fabric-lsp/rules/{code}/"\n')
+    assert cli("explain", "--url", "FAB003").stdout == "https://docs.example.org/fabric-lsp/rules/FAB003/\n"
     # A folder URL: the page's file name is appended.
     (tmp_path / "pyproject.toml").write_text('[tool.fabric-lsp]\ndocs-url = "https://git.example.org/t/docs/rules/"\n')
     [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".").stdout)

@@ -103,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
         "query", nargs="+", metavar="CODE|MESSAGE",
         help="a rule code or name, a record id, a runtime error message or at least 3 words of it, or - for stdin"
     )
-    explain.add_argument("--format", choices=("text", "markdown"), default="text")
+    explain.add_argument("--format", choices=("text", "markdown"), default="text",
+                         help="markdown: the record as hover shows it")
+    explain.add_argument("--url", action="store_true",
+                         help="print only the link of the rule's page (docs-url's, else the installed copy's)")
 
     rules = commands.add_parser("rules", help="list the rules, their codes and records")
     rules.add_argument("codes", nargs="*", metavar="CODE", help="only these rules (codes or names)")

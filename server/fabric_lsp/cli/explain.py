@@ -22,6 +22,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     that names no rule."""
     from fabric_lsp.records import (explain_note, explain_query, load_records, looks_like_code, render_markdown,
                                     render_text)
+    from fabric_lsp.records.pages import page_url
 
     queries = _separate_queries(args.query)
     query = queries[0] if queries else ""
@@ -55,6 +56,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
                 status = max(status, 1)
             continue
         best = found[0]
+        if args.url:  # the rule page's link alone: the team's (docs-url) or the installed copy
+            url = page_url(best.code, config.docs_url) if best.code else None
+            if url is None:
+                say(f"{PROG}: error: {query[:200]!r} matches the record {best.record.id}, which is no rule's: "
+                    "it has no rule page")
+                status = max(status, 1)
+            else:
+                sys.stdout.write(escape_lines(url + "\n"))
+            continue
         note = explain_note(best, found[1:])
         if shown:
             sys.stdout.write("\n")  # one blank line between the rules of `explain FAB001 FAB003`
