@@ -380,6 +380,8 @@ _KEYS: dict[str, tuple[str, Callable[[Path, str], Callable[[Any], Any]]]] = {
     "docs-url": ("docs_url", lambda base, source: _docs_url),
 }
 KNOWN_KEYS = tuple(_KEYS)
+# key -> the Config field it sets (extend-select / extend-exclude: merged into select / exclude as read).
+KEY_FIELDS = {key: name for key, (name, _) in _KEYS.items()}
 
 
 def _problem(source: str, key: str, problem: str, outcome: str = "using the default") -> str:
