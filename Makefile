@@ -25,7 +25,7 @@ APT_PACKAGES := chromium libkrb5-dev
 # made every one of them compile the whole package again (~0.3 s each).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables
+.PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,12 @@ demo: $(STAMP_RUNTIME)
 	@echo
 	@echo "== fabric-lsp explain FAB001"
 	@$(BIN)/fabric-lsp explain FAB001 | head -n 25
+
+# The documentation's VS Code pictures (docs/images/vscode-*.png), taken again from the real workbench by the
+# end-to-end test's fabric-lsp.path session (tests/editors/test_vscode.py), copied only when it passes.
+screenshots: $(STAMP_TEST) vscode-tools
+	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_SCREENSHOTS=$(CURDIR)/docs/images \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/editors/test_vscode.py -k fabric_lsp_path
 
 # chromium: the browser the workbench test drives; libkrb5-dev: needed to build code-server's native modules.
 apt-packages:

@@ -16,8 +16,10 @@ the cell's squiggle, hover, quick fix, the saved `.ipynb` and fix all on save ag
 on the same notebook; its screenshots go to `artifacts/vscode/notebook/`.
 
 A third session sets `fabric-lsp.path` to the installed `fabric-lsp` script (run as `fabric-lsp serve --stdio`)
-on a realistic script (fixtures/examples/train_char_gpt.py without its label); its `readme-*.png` are the
-README's pictures (`artifacts/vscode/path/`).
+on a realistic script (fixtures/examples/train_char_gpt.py without its label); its `readme-*.png`
+(`artifacts/vscode/path/`) are the documentation's pictures of a diagnostic, its hover and its quick fix:
+with FABRIC_LSP_SCREENSHOTS=<folder> (`make screenshots`: docs/images) a passing run copies them there as
+`vscode-diagnostic.png`, `vscode-hover.png` and `vscode-quickfix.png`.
 """
 
 from __future__ import annotations
@@ -661,7 +663,7 @@ def _check_fix_all_on_save(session: dict, step: str, name: str, expected: dict) 
 # for TransportKind.stdio), so this session also proves that the server accepts that argument.
 INSTALLED_FABRIC_LSP = Path(sys.executable).with_name("fabric-lsp")
 # A realistic script (fixtures/examples, `make demo`), its `# expect:` label taken out: the screenshots of
-# this session are the README's pictures.
+# this session are the documentation's pictures (docs/images/, `make screenshots`).
 REALISTIC = REPO / "fixtures" / "examples" / "train_char_gpt.py"
 PATH_ARTIFACTS = ARTIFACTS / "path"
 
@@ -722,4 +724,12 @@ def test_vscode_fabric_lsp_path_runs_the_installed_server(path_session: dict) ->
     assert 'model.mark_forward_method("generate")' in quickfix["textAfter"]
 
     assert path_session["errors"] == []
-    assert {"readme-hover.png", "readme-quickfix.png"} <= set(path_session["screenshots"])
+    pictures = {"readme-diagnostic.png": "vscode-diagnostic.png", "readme-hover.png": "vscode-hover.png",
+                "readme-quickfix.png": "vscode-quickfix.png"}
+    assert set(pictures) <= set(path_session["screenshots"])
+    # `make screenshots`: the documentation's pictures, from this passing run of the real workbench.
+    target = os.environ.get("FABRIC_LSP_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for taken, name in pictures.items():
+            shutil.copyfile(PATH_ARTIFACTS / taken, Path(target) / name)

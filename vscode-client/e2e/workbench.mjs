@@ -83,7 +83,7 @@ async function screenshot(page, name) {
   return file;
 }
 
-/** A small picture of one region (for the README): the union of the boxes, padded, inside the page. */
+/** A small picture of one region (for the documentation, docs/images/): the union of the boxes, padded, inside the page. */
 async function clipShot(page, name, locators, pad = 12) {
   const boxes = (await Promise.all(locators.map((l) => l.boundingBox()))).filter(Boolean);
   // From the editor's left edge, so that the line numbers show.
@@ -213,7 +213,10 @@ async function fileSteps() {
     await rows.filter({ hasText: "FAB001" }).first().waitFor({ timeout: 20000 });
     const texts = await rows.evaluateAll((els) => els.map((el) => ({ text: el.textContent, label: el.getAttribute("aria-label") })));
     const file = await screenshot(page, "problems");
-    return { rows: texts, screenshot: file };
+    // The documentation's picture of a diagnostic: the squiggled line and its row in the Problems panel.
+    const line = page.locator(".editor-instance .monaco-editor .view-line", { hasText: "model.generate(" }).first();
+    const small = await clipShot(page, "diagnostic", [line, rows.filter({ hasText: "FAB001" }).first()]);
+    return { rows: texts, screenshot: file, readme: small };
   });
 
   await step("languageStatus", page, async () => {
