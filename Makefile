@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP_RUNTIME := $(VENV)/.runtime-installed
 STAMP_TEST := $(VENV)/.test-installed
+STAMP_DOCS := $(VENV)/.docs-installed
 # The libraries the library tables describe (transformers, timm, ...), in a venv of their own: several
 # GB with torch's CUDA build, which torchvision from the package index needs.
 VENV_LIBS := .venv-libs
@@ -25,7 +26,7 @@ APT_PACKAGES := chromium libkrb5-dev
 # made every one of them compile the whole package again (~0.3 s each).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables screenshots
+.PHONY: demo test clean clean-tools clean-libs apt-packages vscode-tools libs library-tables docs docs-serve screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +37,12 @@ $(STAMP_RUNTIME): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $@ $(STAMP_RUNTIME) $(STAMP_DOCS)
+
+# The documentation site's tools (the `docs` extra: MkDocs and Material for MkDocs, pinned).
+$(STAMP_DOCS): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@ $(STAMP_RUNTIME)
 
 $(STAMP_LIBS): requirements/libs.txt
@@ -61,6 +67,16 @@ demo: $(STAMP_RUNTIME)
 	@echo
 	@echo "== fabric-lsp explain FAB001"
 	@$(BIN)/fabric-lsp explain FAB001 | head -n 25
+
+# The documentation site (mkdocs.yml, docs/) into site/: --strict fails on any warning (a broken link or
+# anchor, a page missing from the nav). Material's end-of-life banner is not a warning about this site.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+docs: $(STAMP_DOCS)
+	$(MKDOCS) build --strict
+
+# The site at http://127.0.0.1:8000/, rebuilt on every change.
+docs-serve: $(STAMP_DOCS)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
 
 # The documentation's VS Code pictures (docs/images/vscode-*.png), taken again from the real workbench by the
 # end-to-end test's fabric-lsp.path session (tests/editors/test_vscode.py), copied only when it passes.
@@ -94,7 +110,8 @@ $(STAMP_CLIENT): vscode-client/package-lock.json
 
 vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 
-# The extension's unit tests (Node test runner), then every Python test, the VS Code workbench test included
+# The extension's unit tests (Node test runner), the documentation site (make docs: mkdocs build --strict),
+# then every Python test, the VS Code workbench test included
 # (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping),
 # and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
 # The three set-ups (test venv, library venv, editors) download and build independently: side by side.
@@ -106,10 +123,11 @@ test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 test:
 	@$(MAKE) --no-print-directory -j3 -O test-deps
 	cd vscode-client && npm test
+	@$(MAKE) --no-print-directory docs
 	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30
 
 clean:
-	rm -rf $(VENV) .pytest_cache vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix
+	rm -rf $(VENV) .pytest_cache site vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix
 
 clean-tools:
 	rm -rf $(TOOLS) vscode-client/node_modules

@@ -43,6 +43,7 @@ SHARED_SETUPS = {
     "precommit_hook": "pre-commit-hook",
     ("test_torch_tables.py", "regenerated"): "torch-tables",
     ("test_packaging.py", "wheel"): "packaging-wheel",
+    ("test_doc_commands.py", "installed"): "doc-commands-wheel",
 }
 
 

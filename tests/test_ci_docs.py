@@ -27,7 +27,8 @@ FABRIC_LSP = Path(sys.executable).with_name("fabric-lsp")
 def _blocks() -> list[object]:
     text = DOC.read_text(encoding="utf-8")
     found = re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.S | re.M)
-    assert len(found) >= 4, "docs/ci.md: GitHub Actions, GitLab Code Quality, GitLab JUnit, pre-commit"
+    assert len(found) >= 6, ("docs/ci.md: pre-commit (hook, local), GitHub Actions, GitLab Code Quality, GitLab JUnit, "
+                             "GitLab Pages")
     return [yaml.safe_load(block) for block in found]
 
 
@@ -79,9 +80,16 @@ def test_every_block_parses_and_has_the_recipes():
     documents = _blocks()
     workflows = [d for d in documents if isinstance(d, dict) and "jobs" in d]
     gitlab = [d for d in documents if isinstance(d, dict) and any(
-        isinstance(job, dict) and "script" in job for job in d.values())]
-    precommit = [d for d in documents if isinstance(d, dict) and "repos" in d]
+        isinstance(job, dict) and "script" in job and any(_commands(line) for line in job["script"])
+        for job in d.values())]
+    precommit = [d for d in documents if isinstance(d, dict) and "repos" in d and d["repos"][0]["repo"] != "local"]
+    local = [d for d in documents if isinstance(d, dict) and "repos" in d and d["repos"][0]["repo"] == "local"]
     assert len(workflows) == 1 and len(gitlab) == 2 and len(precommit) == 1
+    # The `repo: local` recipe is run by tests/test_doc_commands.py (real pre-commit, fabric-lsp on PATH).
+    assert [hook["entry"] for d in local for hook in d["repos"][0]["hooks"]] == ["fabric-lsp check --force-exclude --"]
+    # Publishing the documentation site: a GitLab Pages job that builds it with `make docs`.
+    (pages,) = [d["pages"] for d in documents if isinstance(d, dict) and "pages" in d]
+    assert "make docs" in pages["script"] and pages["artifacts"]["paths"] == ["public"]
     uses = [step.get("uses", "") for job in workflows[0]["jobs"].values() for step in job["steps"]]
     assert "github/codeql-action/upload-sarif@v3" in uses
     assert workflows[0]["jobs"]["code-scanning"]["permissions"]["security-events"] == "write"

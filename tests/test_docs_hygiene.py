@@ -1,6 +1,8 @@
 """The user-facing documents say what exists: the README without the stale sentences issue 14
-found, one VS Code section (the extension's README points at it), the screenshots it shows present,
-and a CHANGELOG in Keep a Changelog's shape that covers every rule and the main features."""
+found, short (issue 37: at most 250 lines, the rest on the documentation site) and linking only to files
+that exist, one VS Code section (the extension's README points at the documentation's), the screenshots
+the documents show present, and a CHANGELOG in Keep a Changelog's shape that covers every rule and the
+main features."""
 
 from __future__ import annotations
 
@@ -24,20 +26,37 @@ def test_readme_has_no_stale_sentence(stale):
     assert stale not in README
 
 
+def test_readme_is_short_and_links_what_exists():
+    assert len(README.splitlines()) <= 250
+    links = re.findall(r"\]\(([^)\s]+)\)", README)
+    relative = [link.split("#", 1)[0] for link in links if not re.match(r"^[a-z]+:", link)]
+    assert relative and all((ROOT / link).exists() for link in relative), relative
+    for section in ("## Install", "## Quick start", "## VS Code", "## Command line", "## Documentation"):
+        assert f"\n{section}\n" in README, section
+
+
 def test_the_extensions_readme_points_at_the_one_vs_code_section():
-    assert "\n## VS Code\n" in README
+    assert "\n## VS Code\n" in (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    assert "(docs/editors.md#vs-code)" in README
     extension = " ".join((ROOT / "vscode-client" / "README.md").read_text(encoding="utf-8").split())
-    # The .vsix's README cannot link into the repository: it names the README and its section.
-    assert 'README (`README.md` at the root of the repository), section "VS Code"' in extension
+    # The .vsix's README cannot link into the repository: it names the page and its section.
+    assert 'page "Editors", section "VS Code", with the settings on page "Configuration"' in extension
     assert "fabric-lsp.trustedWorkspace" not in extension and "| `fabric-lsp." not in extension  # no copy of the table
 
 
-def test_every_image_the_readme_shows_exists_and_is_no_labelled_fixture():
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
-    assert images
-    for image in images:
-        assert (ROOT / image).is_file(), image
+@pytest.mark.parametrize("document", ["README.md", *sorted(p.name for p in (ROOT / "docs").glob("*.md"))])
+def test_every_image_a_document_shows_exists_and_is_no_labelled_fixture(document):
+    path = ROOT / document if document == "README.md" else ROOT / "docs" / document
+    text = path.read_text(encoding="utf-8")
+    for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
+        assert (path.parent / image).is_file(), image
     assert "# expect:" not in README.split("## Quick start", 1)[0]
+
+
+def test_the_documentation_shows_the_vscode_pictures():
+    editors = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    for name in ("vscode-diagnostic.png", "vscode-hover.png", "vscode-quickfix.png"):
+        assert f"(images/{name})" in editors
 
 
 def test_changelog_follows_keep_a_changelog_and_covers_what_exists():

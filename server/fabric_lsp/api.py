@@ -17,7 +17,7 @@ invalid-syntax entries and notebooks are exactly the command's. What the command
 
 What the API does not do: it writes no cache and nothing else, starts no worker process, runs nothing
 from the checked workspace (the repository's `[tool.fabric-lsp] python` and its `.venv` are read as
-files, never run: README "Trust model"), and never touches the process's streams
+files, never run: docs/security.md, "Trust model"), and never touches the process's streams
 (`sys.stdin/stdout/stderr`) or the garbage collector's settings; an interpreter passed as `python=` is
 run once, isolated (`python -I -S`), to read its `sys.path`. Calls are serialised by a lock: the
 engine's memory of solved programs is the process's.

@@ -1,6 +1,6 @@
-"""End to end in a real Neovim 0.11 (headless): the README's configuration, `fabric-lsp serve`, a fixture.
+"""End to end in a real Neovim 0.11 (headless): the documented configuration, `fabric-lsp serve`, a fixture.
 
-The Neovim configuration is read from the README's "Editors" section, so the documented set-up is what
+The Neovim configuration is read from the documentation's editors page (docs/editors.md), so the documented set-up is what
 is tested. `neovim_session.lua` drives Neovim (open the file, wait for the client and the diagnostics,
 hover, code action, apply the quick fix with `vim.lsp.util.apply_workspace_edit`, undo) and reports
 what Neovim saw as JSON; the assertions are here.
@@ -56,12 +56,10 @@ pytestmark = [
 
 
 def readme_neovim_snippet(marker: str) -> str:
-    """The one ```lua block of the README's "Editors" section that contains `marker`."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"^## Editors\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
-    assert section, 'README.md has no "## Editors" section'
-    blocks = [block for block in re.findall(r"^```lua\n(.*?)^```", section[1], re.S | re.M) if marker in block]
-    assert len(blocks) == 1, f"expected one lua block with {marker!r} in README's Editors section, found {len(blocks)}"
+    """The one ```lua block of the documentation's editors page (docs/editors.md) that contains `marker`."""
+    page = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
+    blocks = [block for block in re.findall(r"^```lua\n(.*?)^```", page, re.S | re.M) if marker in block]
+    assert len(blocks) == 1, f"expected one lua block with {marker!r} in docs/editors.md, found {len(blocks)}"
     return blocks[0]
 
 

@@ -1,7 +1,7 @@
-"""The README's "Editors" snippets for editors that cannot run here (Helix, Zed, nvim-lspconfig) at least
-parse, and every snippet starts `fabric-lsp serve` passing nothing the project decides (issue 29: a
-`select` in initializationOptions replaced the project's selection, so the editor and CI differed). The
-Neovim snippets are also run for real in test_neovim.py."""
+"""The editors page's snippets (docs/editors.md, moved there from the README by issue 37) for editors that
+cannot run here (Helix, Zed, nvim-lspconfig) at least parse, and every snippet starts `fabric-lsp serve`
+passing nothing the project decides (issue 29: a `select` in initializationOptions replaced the project's
+selection, so the editor and CI differed). The Neovim snippets are also run for real in test_neovim.py."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ NVIM = Path(sys.executable).parent / "nvim"
 
 
 def editors_blocks(language: str) -> list[str]:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"^## Editors\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
-    assert section, 'README.md has no "## Editors" section'
-    return re.findall(rf"^```{language}\n(.*?)^```", section[1], re.S | re.M)
+    """The page's ```language blocks outside its "VS Code" section (whose JSON is VS Code's settings)."""
+    page = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", page, re.S | re.M)
+    assert {"VS Code", "Helix", "Zed", "Emacs (eglot)"} <= {title for title, _ in sections}, "docs/editors.md"
+    return [block for title, body in sections if title != "VS Code"
+            for block in re.findall(rf"^```{language}\n(.*?)^```", body, re.S | re.M)]
 
 
 def test_helix_languages_toml():

@@ -1,4 +1,4 @@
-"""A real headless Neovim with the README's configuration, opening a hostile repository (issue 11).
+"""A real headless Neovim with the documented configuration (docs/editors.md), opening a hostile repository (issue 11).
 
 The repository (tests/security/hostile.py) has a `.venv/bin/python`, a pyproject
 `[tool.fabric-lsp] python = "./evil.sh"` and a `.pth` that leave a marker file when run. Untrusted
@@ -79,7 +79,7 @@ def fab001_location(text: str) -> tuple[int, int, int]:
 
 
 def check_editor_features(result: dict, repo: Path) -> None:
-    """Neovim ran the README's client on the repository and saw the real finding and its fixes."""
+    """Neovim ran the documented client on the repository and saw the real finding and its fixes."""
     assert result["filetype"] == "python"
     assert result["client"]["name"] == "fabric_lsp"
     assert os.path.realpath(result["client"]["root_dir"]) == os.path.realpath(repo)

@@ -7,7 +7,7 @@ bit-parallel (GlobSet): a path costs len(path) steps of a few operations on an i
 token, and a file may hold at most MAX_GLOBS_PER_FILE globs of MAX_GLOB_CHARACTERS_PER_FILE
 characters in all (GlobBudget), so the volume of globs is bounded as well as each glob.
 
-Syntax (gitignore-like, as the README describes):
+Syntax (gitignore-like, as docs/configuration.md describes):
 - `*` any run of characters within one path segment, `?` one character other than '/';
 - `[abc]`, `[a-z]`, `[!a-z]` one character (never '/') of / not of a set; `]` first is a member;
 - `**/` zero or more whole directories, `**` elsewhere any run of characters across '/';
