@@ -566,6 +566,8 @@ def test_check_reports_exactly_the_labels_of_every_case():
     expected = set()
     for case in discover_cases(CASES_DIR):
         for label in case.labels:
+            if label.severity == "after":
+                continue  # a site an earlier certain error stops: no finding of its own (fixtures/README.md)
             file = case.path if case.path.is_file() else case.path / label.file
             expected.add((file.relative_to(CASES_DIR).as_posix(), label.line, label.code, label.severity))
     got = {(Path(i["filename"]).relative_to(CASES_DIR).as_posix(), i["location"]["row"], i["code"], i["severity"])

@@ -34,9 +34,11 @@ CROSS_FILE = (
     "fab002_subclass_init_runs_base",
 )
 # Cross-file fixes with no in-file alternative: FAB004's edit of a computed name's literal, written in the
-# caller's file (the helper that builds the name has nothing to correct).
+# caller's file (the helper that builds the name has nothing to correct); FAB005's `fabric.launch()` after the
+# constructor, in the file that makes the Fabric (the helper that sets up has no Fabric of its own to launch).
 CROSS_FILE_NO_ALTERNATIVE = (
     "fab004_head_name_typo_helper",
+    "fab005_setup_in_other_module",
 )
 
 

@@ -145,13 +145,19 @@ CASES = {
         model = single.setup(GPT2LMHeadModel(GPT2Config(n_layer=1)))
         model.generate(torch.randint(0, 100, (1, 5)))
         """, [(4, "FAB001", "hint")]),
-    "mark_forward_method_misuse": ("""\
+    # (each mark alone: a misspelt mark raises on every strategy, so a later line is not reached: rules/first_error)
+    "mark_forward_method_typo": ("""\
         from transformers import GPT2LMHeadModel, GPT2Config
         model = fabric.setup(GPT2LMHeadModel(GPT2Config(n_layer=1)))
-        model.mark_forward_method("genrate")
-        model.mark_forward_method(model.generate)
         model.mark_forward_method("get_input_embeddings")
-        """, [(3, "FAB004", "error"), (4, "FAB003", "error")]),
+        model.mark_forward_method("genrate")
+        """, [(4, "FAB004", "error")]),
+    "mark_forward_method_bound": ("""\
+        from transformers import GPT2LMHeadModel, GPT2Config
+        model = fabric.setup(GPT2LMHeadModel(GPT2Config(n_layer=1)))
+        model.mark_forward_method("get_input_embeddings")
+        model.mark_forward_method(model.generate)
+        """, [(4, "FAB003", "error")]),
     "meta_device_library_model": ("""\
         from lightning.fabric.utilities.init import _materialize_meta_tensors
         from transformers import LlamaConfig, LlamaForCausalLM

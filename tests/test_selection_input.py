@@ -61,13 +61,14 @@ def test_fix_on_stdin_writes_the_fixed_source_to_stdout_and_the_report_to_stderr
 
 
 def test_fix_on_stdin_with_findings_left_exits_1(tmp_path):
-    # FAB004's typo correction is an unsafe fix: left for --unsafe-fixes, so a finding remains.
-    text = program_with(FAB003_LINE, 'model.mark_forward_method("generat")')
+    # FAB004's typo correction is an unsafe fix: left for --unsafe-fixes, so a finding remains. (The misspelt
+    # mark comes after the call: a mark that raises on every strategy stops what follows it, rules/first_error.)
+    text = program_with(FAB003_LINE, 'model.mark_forward_method("generate")') + 'model.mark_forward_method("generat")\n'
     result = run_check(["--fix", "--stdin-filename", "x.py"], tmp_path, stdin=text)
     assert result.returncode == 1
     setup = "model = fabric.setup(LM())\n"
     assert result.stdout == text.replace(setup, setup + 'model.mark_forward_method("encode")\n')
-    assert f"x.py:{FAB003_LINE + 1}:27: FAB004" in result.stderr  # in the fixed source, one line lower and "1 fixed, 1 remaining" in result.stderr
+    assert f"x.py:{FAB003_LINE + 3}:27: FAB004" in result.stderr  # in the fixed source, one line lower and "1 fixed, 1 remaining" in result.stderr
     unsafe = run_check(["--fix", "--unsafe-fixes", "--stdin-filename", "x.py"], tmp_path, stdin=text)
     assert unsafe.returncode == 0 and 'model.mark_forward_method("generate")' in unsafe.stdout
 

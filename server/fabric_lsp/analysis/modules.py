@@ -476,11 +476,13 @@ class ModuleAnalyzer:
             return f"`{cls.qualified.rsplit('.', 1)[-1]}` has no parameter" if cls.qualified in _PARAMETER_FREE else None
         if not isinstance(cls, ClassInfo):
             return None
+        reaches_module = False
         for ref in self.resolver.mro(cls):
-            if isinstance(ref, LibraryClass) and ref.qualified not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            if ref is None or isinstance(ref, LibraryClass) and ref.qualified not in _MODULE_BASES:
                 return None
-            if ref is None:
-                return None
+            reaches_module = reaches_module or isinstance(ref, LibraryClass)
+        if not reaches_module:
+            return None  # the bases were not all followed (a chain deeper than the analysis reads)
         for ref in self.resolver.mro(cls):
             if isinstance(ref, ClassInfo) and _creates_parameters_outside_init(ref):
                 return None
@@ -912,6 +914,7 @@ def guards_of(function: ast.AST) -> dict[int, tuple]:
     return found
 
 
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 # torch.nn classes that hold no parameter whatever their arguments (activations, dropout, pooling, reshaping).
 _PARAMETER_FREE = frozenset("torch.nn." + name for name in (
     "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Hardtanh", "Hardswish", "Hardsigmoid", "LeakyReLU",

@@ -131,7 +131,8 @@ def _dataloaders(facts: ProgramFacts, fact: SetupMisuseFact) -> Finding:
             hint,
         ),
         record_id=record_id(CODE),
-        fix=_spread(source, fact) if fact.detail in ("a list", "a tuple") else _wrap_in_dataloader(source, fact),
+        fix=(_spread(source, fact) or _wrap_batches(source, fact)) if fact.detail in ("a list", "a tuple")
+        else _wrap_in_dataloader(source, fact),
         context={"case": "dataloaders"},
     )
 
@@ -151,6 +152,26 @@ def _spread(source, fact: SetupMisuseFact) -> Fix | None:
         # With one loader the call then returns that loader, not a list: code indexing the result changes.
         applicability=Applicability.UNSAFE,
         edits=(TextEdit(source.path, span.start, span.end, inner),),
+    )
+
+
+def _wrap_batches(source, fact: SetupMisuseFact) -> Fix | None:
+    """`setup_dataloaders(batches)` with `batches` a list made elsewhere (not a display of loaders) ->
+    `setup_dataloaders(torch.utils.data.DataLoader(batches, batch_size=None))`: without automatic batching the
+    loader yields each element as it is, in order, so a list of prepared batches is iterated as before. Unsafe:
+    the list may hold something else (loaders, to be spread instead)."""
+    argument = fact.argument
+    if argument is None or isinstance(argument, (ast.List, ast.Tuple, ast.Starred)) or source.tree is None or not any(
+        isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
+        for n in source.tree.body
+    ):
+        return None
+    span = source.span(argument)
+    return Fix(
+        title="Iterate the list through a DataLoader that yields its elements as they are",
+        applicability=Applicability.UNSAFE,
+        edits=(TextEdit(source.path, span.start, span.end,
+                        f"torch.utils.data.DataLoader({source.segment(argument)}, batch_size=None)"),),
     )
 
 

@@ -82,11 +82,9 @@ def _called(facts, fabric, launch, source, receiver: str, argument: ast.Call) ->
     values = launch.functions
     # (None: every function may fall off its end, which `return model` never does)
     returned = [v for v in values if not (isinstance(v, Const) and v.value is None)]
-    if returned and all(_is_module(facts, v) for v in returned):
-        return _launched_module(facts, fabric, source, argument, values)
-    if not values or not all(isinstance(v, Const) and not callable(v.value) for v in values):
+    module = bool(returned) and all(_is_module(facts, v) for v in returned)
+    if not module and (not values or not all(isinstance(v, Const) and not callable(v.value) for v in values)):
         return None  # a factory that returns a function, or a value the analysis cannot see
-    got = repr(sorted(values, key=repr)[0].value)
     edits = []
     callee = argument.func
     # The same Fabric the launcher would pass: `launch(train(fabric))` -> `launch(train)`, the other
@@ -111,6 +109,11 @@ def _called(facts, fabric, launch, source, receiver: str, argument: ast.Call) ->
             edits.extend(added)
     fix = Fix(title=f"Pass `{source.segment(callee)}` itself to launch", applicability=applicability,
               edits=tuple(edits)) if edits else None
+    if module:
+        # The function then runs in the launched processes, and what it returns is dropped: read it first.
+        fix = Fix(fix.title, Applicability.UNSAFE, fix.edits) if fix is not None else None
+        return _launched_module(facts, fabric, source, argument, fix)
+    got = repr(sorted(values, key=repr)[0].value)
     return Finding(
         code=CODE, severity=Severity.ERROR, span=source.span(argument),
         message=(f"`launch({source.segment(argument)})` calls `{source.segment(callee)}` here, unlaunched, and passes "
@@ -128,7 +131,7 @@ def _is_module(facts, value) -> bool:
     return facts.resolver.is_module(facts.resolver.ref_of(value.cls)) is True
 
 
-def _launched_module(facts, fabric, source, argument: ast.Call, values) -> Finding:
+def _launched_module(facts, fabric, source, argument: ast.Call, fix: Fix | None) -> Finding:
     """`launch(build(fabric))` where `build` returns a module: a module is callable, so launch's own check
     passes and the launcher calls `module(fabric)`, whose forward fails on the Fabric it is given, after
     `build` already ran outside the launched processes."""
@@ -141,7 +144,7 @@ def _launched_module(facts, fabric, source, argument: ast.Call, values) -> Findi
                "instead of a tensor and raises TypeError (`... must be Tensor, not Fabric`)",
                f"pass the training function itself: `launch(train)`, where `train(fabric)` builds the model and "
                "trains it"),
-        record_id=record_id(CODE), related=_related(facts, fabric), fix=None,
+        record_id=record_id(CODE), related=_related(facts, fabric), fix=fix,
         context={"function": "a module"},
     )
 
