@@ -200,6 +200,7 @@ class Solver(
         self._test_parts: dict[int, list] = {}  # id(boolop IR) -> its operands' values, last evaluated
         self._last_test_values: frozenset = frozenset()  # the values of the test _decide evaluated last
         self._none_condition = None  # the choice that makes the conditional expression evaluated last not None
+        self._frozen_values: set = set()  # the modules frozen in this solve (semantics/torch.py: calls may thaw them)
 
     # -- tables --------------------------------------------------------------------------------
     def read(self, key: tuple) -> frozenset:

@@ -1008,8 +1008,11 @@ def literal(value) -> "_Literal":
 
 
 def _decides_something(function: FunctionNode, bindings: dict) -> bool:
-    return any(isinstance(node, (ast.If, ast.IfExp)) and _decide_test(node.test, bindings) is not None
-               for node in walk(function))
+    tests = function.__dict__.get("_fabric_lsp_if_tests")
+    if tests is None:  # read once per function: asked at every call site that passes arguments
+        tests = function.__dict__["_fabric_lsp_if_tests"] = [node.test for node in walk(function)
+                                                            if isinstance(node, (ast.If, ast.IfExp))]
+    return any(_decide_test(test, bindings) is not None for test in tests)
 
 
 def _decide_test(test: ast.AST, bindings: dict) -> bool | None:

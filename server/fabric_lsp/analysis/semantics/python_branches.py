@@ -112,6 +112,8 @@ class PythonBranches:
         kind, polarity = test[0], True
         while kind == "not":
             test, polarity, kind = test[1], not polarity, test[1][0]
+        if not self._names_fabric(frame.scope.path):
+            return None
         if kind == "compare" and len(test[2]) == 1 and test[2][0][1] == ("const", None) and test[2][0][0] in ("Is", "IsNot"):
             operand, none_arm = test[1], (test[2][0][0] == "Is") == polarity
         elif kind in ("attr", "name"):
@@ -125,6 +127,17 @@ class PythonBranches:
                 and all(isinstance(v, FabricValue) or v == _NONE_VALUE for v in values):
             return none_arm
         return None
+
+    def _names_fabric(self, path: str) -> bool:
+        """Does the file's text name a Fabric at all (`fabric`, `Fabric`, `LightningLite`)? Only there can a
+        test be on an optional Fabric."""
+        known = self.__dict__.setdefault("_fabric_files", {})
+        found = known.get(path)
+        if found is None:
+            source = getattr(self.program, "sources", {}).get(path)
+            text = source.text if source is not None else ""
+            found = known[path] = "abric" in text or "Lite" in text
+        return found
 
     def has_attribute(self, value, name: str) -> bool | None:
         """`hasattr(value, name)`: True or False when the program says, None when it cannot be told.

@@ -18,6 +18,7 @@ from fabric_lsp.analysis.values import (
     FabricValue,
     Instance,
     JUST_UNKNOWN,
+    NOTHING,
     Lib,
     Output,
     Special,
@@ -62,11 +63,11 @@ class TorchSemantics:
         found = set()
         for flag in flags:
             if flag == const(False):
-                found.add(inst._replace(frozen=(call.frame.scope.path, call.node)))
+                found.add(self._frozen_variant(inst, (call.frame.scope.path, call.node)))
             elif flag == const(True):
                 found.add(inst._replace(frozen=None))
             else:
-                found.update((inst._replace(frozen=None), inst._replace(frozen=(call.frame.scope.path, call.node))))
+                found.update((inst._replace(frozen=None), self._frozen_variant(inst, (call.frame.scope.path, call.node))))
         result = frozenset(found)
         func = call.func_expr
         if func is not None and func[0] == "attr":
@@ -91,34 +92,40 @@ class TorchSemantics:
                     frame.written[key] = (held - before) | after
                     self.store_attribute(self.ev(expr[1], frame), expr[2], after)
 
+    def _frozen_variant(self, inst: Instance, where: tuple) -> Instance:
+        """The instance frozen at `where` (kept in the solve's set of frozen values, which `_thaw` looks for)."""
+        frozen = inst._replace(frozen=where)
+        self._frozen_values.add(frozen)
+        return frozen
+
     def _thaw(self, expr: tuple, frame: _Frame) -> None:
         """A frozen module that code may change (a trainable layer attached after the freeze, parameters switched
         back on, a helper given it): from here on it is not known to be frozen (FAB009 needs it certain)."""
-        root = expr
-        while root[0] in ("attr", "sub", "call"):
-            root = root[1]
-        if root[0] != "name":
-            return
-        held = frame.env.get(root[1])
-        if held and any(isinstance(v, Instance) and v.frozen is not None for v in held):
-            frame.env[root[1]] = frozenset(v._replace(frozen=None) if isinstance(v, Instance) and v.frozen is not None
-                                           else v for v in held)
+        name = _root_name(expr)
+        held = frame.env.get(name) if name is not None and self._frozen_values else None
+        if held and not held.isdisjoint(self._frozen_values):
+            frame.env[name] = frozenset(v._replace(frozen=None) if isinstance(v, Instance) and v.frozen is not None
+                                        else v for v in held)
 
     def _thaw_passed(self, frame: _Frame, func_expr: tuple, arg_exprs, kwarg_exprs, callees: frozenset) -> None:
         """Thaw the frozen locals a call may change: given to it, or the receiver of a method that is not one of
         the module API's reading or moving ones."""
-        if not frame.env:
-            return
-        harmless = all(isinstance(c, Special) and c.kind in _NOT_THAWING_SPECIALS or isinstance(c, Lib)
-                       and c.qualified.startswith(_NOT_THAWING_LIBRARY) for c in callees) and bool(callees)
-        if harmless:
-            return
+        frozen = self._frozen_values
+        if not frozen:
+            return  # nothing frozen in this solve (the common case)
+        env = frame.env
+        exprs = [argument[1] if argument[0] == "star" else argument for argument in arg_exprs]
+        exprs += [argument for _, argument in kwarg_exprs]
         if func_expr[0] == "attr" and func_expr[2] not in _NOT_THAWING_METHODS:
-            self._thaw(func_expr[1], frame)
-        for argument in arg_exprs:
-            self._thaw(argument[1] if argument[0] == "star" else argument, frame)
-        for _, argument in kwarg_exprs:
-            self._thaw(argument, frame)
+            exprs.append(func_expr[1])
+        targets = [e for e in exprs if not env.get(_root_name(e), NOTHING).isdisjoint(frozen)]
+        if not targets:
+            return
+        if callees and all(isinstance(c, Special) and c.kind in _NOT_THAWING_SPECIALS or isinstance(c, Lib)
+                           and c.qualified.startswith(_NOT_THAWING_LIBRARY) for c in callees):
+            return
+        for expr in targets:
+            self._thaw(expr, frame)
 
     def _freezing_loop(self, statement, iterable: frozenset, frame: _Frame) -> None:
         """`for p in m.parameters(): p.requires_grad = False` (or `p.requires_grad_(False)`), unconditionally
@@ -134,8 +141,8 @@ class TorchSemantics:
         before = frozenset(v for v in modules if isinstance(v, Instance))
         if before:
             node = source[4]
-            self._rebind_frozen(source[1][1], before, frozenset(v._replace(frozen=(frame.scope.path, node)) for v in before),
-                                frame)
+            self._rebind_frozen(source[1][1], before,
+                                frozenset(self._frozen_variant(v, (frame.scope.path, node)) for v in before), frame)
 
     def _frozen_by_callee(self, scope: ir.Scope, call: "_Call") -> None:
         """`freeze(ema)` where `def freeze(model): model.requires_grad_(False)` (or the loop over its
@@ -149,8 +156,8 @@ class TorchSemantics:
                 before = frozenset(v for v in values if isinstance(v, Instance))
                 if before:
                     self._rebind_frozen(call.arg_exprs[index], before,
-                                        frozenset(v._replace(frozen=(call.frame.scope.path, call.node)) for v in before),
-                                        call.frame)
+                                        frozenset(self._frozen_variant(v, (call.frame.scope.path, call.node))
+                                                  for v in before), call.frame)
 
     def _meta_context(self, values: frozenset, node: ast.AST, frame: _Frame) -> MetaTag | None:
         fabrics = set()
@@ -301,6 +308,14 @@ def _compiled(value, how=True):
     if isinstance(value, Instance) and value.compiled is not True:
         return value._replace(compiled=how if how is True or not value.compiled else value.compiled)
     return value
+
+
+def _root_name(expr: tuple) -> str | None:
+    """`model` for `model`, `model.head`, `model.layers[0]`, `get_layer(model)`... no: the name an expression
+    reads first (`a.b[c].d` -> `a`); None when it starts elsewhere."""
+    while expr[0] in ("attr", "sub"):
+        expr = expr[1]
+    return expr[1] if expr[0] == "name" else None
 
 
 def _freezes_name(statement, name: str) -> bool:
