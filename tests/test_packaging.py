@@ -60,7 +60,7 @@ def test_classifiers_keywords_urls(wheel):
     assert metadata["License-Expression"] == "MIT"
     keywords = metadata["Keywords"].split(",")
     assert {"lightning", "pytorch", "linter", "language-server", "lsp"} <= set(keywords)
-    assert "four Lightning Fabric runtime errors" in metadata["Summary"]
+    assert "Lightning Fabric runtime errors" in metadata["Summary"] and "frozen modules under DDP" in metadata["Summary"]
     # No project URL: the project has no public address yet (no git remote, none in the README).
     # Add [project.urls] once it has one; they must then be absolute https URLs.
     for url in metadata.get_all("Project-URL") or []:
