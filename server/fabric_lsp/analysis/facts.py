@@ -100,6 +100,9 @@ class MethodCallFact:
     # What the call passes, over every way to it, as modules.Known values: ((per position), ((keyword,
     # values), ...)); None when some way spreads `*args`/`**kwargs` (analysis/modules.runs_module_called_with).
     arguments: tuple | None = ()
+    # The setup that DDP refuses (FAB009) before this call on every way to it, under the Fabric the call's model
+    # is set up by: the call is never reached where it would raise (rules/first_error). id of that setup call.
+    stopped_by: int | None = None
 
 
 @dataclass
@@ -349,7 +352,9 @@ def refused_setups(facts: "ProgramFacts") -> dict:
     if known is None:
         known = {}
         for fact in facts.frozen_setups:
-            if fact.when or not fact.origin.fabrics:
+            # (a setup made only under a run-time choice stops the calls on its model all the same: they are
+            # made on the model it returned, after it)
+            if not fact.origin.fabrics:
                 continue
             if all(_covers_wrapping(facts, fabric) for fabric in fact.origin.fabrics):
                 known[id(fact.node)] = fact
@@ -542,13 +547,13 @@ def analyze(program) -> ProgramFacts:
     facts.reach = ChoiceReach(program, solver, events)
     origins = _origins(program, solver, events, facts.reach)
     facts.origins, facts.events = origins, events
+    _frozen_setups(facts, events, origins)  # (before the calls: a refused setup stops those after it)
     _method_calls(facts, events, origins)
     _marks(facts, events, origins)
     _meta_models(facts, events)
     _backwards(facts, events, origins)
     _setup_misuses(facts, events, origins)
     _fabrics(facts, events)
-    _frozen_setups(facts, events, origins)
     return facts
 
 
@@ -718,6 +723,11 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
                 receiver_always_wrapped=always_wrapped[id(event.node)])
         fact.when = _either_way(fact.when, facts.when(event))
         fact.arguments = _joined_arguments(fact.arguments, event.data.get("arguments"))
+        stopper = _stopped_before(facts, order, event, wrapped)
+        if fact.stopped_by is None:
+            fact.stopped_by = stopper if stopper is not None else 0  # 0: reached on some way (reported as usual)
+        elif stopper is None:
+            fact.stopped_by = 0
         fact.paths.extend(p for p in wrapped_paths(facts, origin, event.variant, wrapped) if p not in fact.paths)
     if order.notice:
         facts.notices.append(f"{facts.program.root}: {order.notice}")
@@ -726,6 +736,21 @@ def _method_calls(facts: ProgramFacts, events: list[Event], origins: dict[int, O
             f"{facts.program.root}: the order of setups was followed for {MAX_ORDERED_WRAPS} wrapped models on one "
             "function's way (counted); past that a mark made anywhere counts as made before a call")
     facts.method_calls = sorted(by_node.values(), key=lambda f: (f.path, f.node.lineno, f.node.col_offset, f.method))
+
+
+def _stopped_before(facts: ProgramFacts, order: CallOrder, event: Event, wrapped: Wrapped) -> int | None:
+    """The refused setup (analysis.facts.refused_setups) that ran before this call on every way to it, under
+    the Fabric that set up the call's model; None when there is none."""
+    refused = refused_setups(facts)
+    if not refused:
+        return None
+    fabrics = set(facts.solver.peek(("setup_fabric", wrapped.site)))
+    for site_id, fact in refused.items():
+        if not fabrics or not fabrics <= set(fact.origin.fabrics):
+            continue  # the call's model is set up under another Fabric: its configurations may differ
+        if order.always_after(event.scope, site_id, event.data.get("before", frozenset())):
+            return site_id
+    return None
 
 
 def _marks_by_origin(events: list[Event], solver: Solver) -> dict[tuple, set[int]]:

@@ -119,6 +119,19 @@ class CallOrder:
             known = self._reach[id(root)] = frozenset(found)
         return known
 
+    def always_after(self, scope: ir.Scope, site_id: int, before: frozenset) -> bool:
+        """Has the setup call `site_id` run before this point of `scope` on every way the program enters it
+        (its wrapped model is among what happened on each way, or in `scope` before this point)?"""
+        if any(isinstance(v, Wrapped) and id(v.site) == site_id for v in before):
+            return True
+        states = self.states(scope)
+        if not states:
+            return False
+        for root, made in states:
+            if root is STAR or not any(isinstance(v, Wrapped) and id(v.site) == site_id for v in made):
+                return False
+        return True
+
     def unmarked(self, scope: ir.Scope, wrapped: Wrapped, method: str, before: frozenset, setup_scope: ir.Scope | None,
                  marked_elsewhere: bool) -> bool:
         """Is `wrapped.method(...)` in `scope` (with `before` happened in it) reached unmarked on some

@@ -77,9 +77,13 @@ def _finding(facts: ProgramFacts, call: MethodCallFact, parents: dict[str, dict[
     refused = refused_setups(facts)
     stopped = [(p, i) for p, i in raising if id(p.origin.site) in refused and not p.compiled]
     raising = [(p, i) for p, i in raising if (p, i) not in stopped]
-    if stopped and not raising and source is not None:
-        facts.masked.append((id(stopped[0][0].origin.site), CODE, call.path, call.node,
-                             f"`{source.segment(call.node)[:60]}` raises FAB001 unless `{call.method}` is marked"))
+    stopper = stopped[0][0].origin.site if stopped else None
+    if raising and call.stopped_by and not any(p.compiled for p, _ in raising):
+        # a setup DDP refuses runs before this call on every way to it (an EMA set up before the sampling)
+        stopper, raising = refused[call.stopped_by].node, []
+    if stopper is not None and not raising and source is not None:
+        facts.masked.append((id(stopper), CODE, call.path, call.node,
+                             f"raises FAB001 (`{source.segment(call.node)[:60]}`) unless `{call.method}` is marked"))
     severity = combined_severity((path_severity(p.strategy, compiled=p.compiled) for p, _ in raising), safe)
     if severity is None:
         return None
