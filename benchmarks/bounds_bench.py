@@ -1,5 +1,7 @@
 """Time and peak memory of analysing one file as it grows: N = 1k, 2k, 4k, 8k `fabric.setup()`
-statements, and files of 0.5, 1 and 2 MB (of the same statements). A ratio near 2 per doubling
+statements, files of 0.5, 1 and 2 MB (of the same statements), and a class of N one-line methods
+each called on the wrapped model (the seconds tests/security/test_bounds_linear.py and
+test_bounds_methods.py no longer assert: they count the work instead). A ratio near 2 per doubling
 shows the analysis is linear in the file's size. Each measurement runs in a fresh process so that
 its peak RSS is its own.
 
@@ -37,6 +39,17 @@ def statement(i: int) -> str:
 
 def source_with_setups(count: int) -> str:
     return CASE.read_text() + "".join(statement(i) for i in range(count))
+
+
+def class_with_methods(count: int) -> str:
+    """tests/security/test_bounds_methods.py's shape: every call and the mark look a name up on the class."""
+    methods = "".join(f"    def m{i}(self, x): return x\n" for i in range(count))
+    called = "".join(f"model.m{i}(1)\n" for i in range(count))
+    return ("import torch.nn as nn\nfrom lightning.fabric import Fabric\n\n"
+            "class LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"        self.head = nn.Linear(4, 4)\n{methods}\n"
+            'fabric = Fabric(strategy="ddp"); fabric.launch()\nmodel = fabric.setup(LM())\n'
+            f'model.mark_forward_method("missing_name")\n{called}')
 
 
 def source_of_size(size: int) -> str:
@@ -78,6 +91,8 @@ def main() -> None:
         report("setup statements", [(f"{n} setups", source_with_setups(n)) for n in (1000, 2000, 4000, 8000)], work)
         print()
         report("file size", [(f"{mb} MB", source_of_size(int(mb * 1024 * 1024))) for mb in (0.5, 1, 2, 4)], work)
+        print()
+        report("class methods", [(f"{n} methods", class_with_methods(n)) for n in (750, 1500, 3000, 6000)], work)
 
 
 if __name__ == "__main__":

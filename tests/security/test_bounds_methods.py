@@ -3,15 +3,14 @@ methods and attributes, and a module's or class's binding statements, are indexe
 again for each name (a class of 10,000 one-line methods and a `mark_forward_method` of a missing
 name took 27-46 s; 40,000 more than 300 s). FAB004's closest-name suggestion compares at most
 MAX_SUGGESTION_CANDIDATES methods; a larger class gets no suggestion (the same on every run) and a
-notice. Scaling is measured as a ratio of CPU time in one process, as test_bounds_linear.py does."""
+notice. Scaling is counted as work (tests/support/work.py: lines of the analysis executed), as
+test_bounds_linear.py does, never timed."""
 
 from __future__ import annotations
 
-import gc
 import itertools
 import os
 import json
-import time
 from pathlib import Path
 
 from fabric_lsp.settings.config import Config
@@ -19,6 +18,7 @@ from fabric_lsp.engine import check_paths, check_source
 from fabric_lsp.rules.fab004_mark_forward_method_invalid_name import MAX_SUGGESTION_CANDIDATES
 
 from tests.security.measure import run_cli as measured_cli
+from tests.support.work import lines_of
 
 
 def run_cli(*argv: str, cwd: Path, stdin: bytes | None = None):
@@ -42,32 +42,20 @@ def class_with_methods(count: int, mark: str = "missing_name", calls: bool = Tru
             f'model.mark_forward_method("{mark}")\n{called}')
 
 
-def cpu_seconds(check) -> float:
-    gc.collect()
-    gc.disable()  # the collector's pauses grow with the heap and vary between runs
-    try:
-        started = time.process_time()
-        check()
-        return time.process_time() - started
-    finally:
-        gc.enable()
-
-
-def analysis_seconds(tmp_path: Path, count: int) -> float:
+def analysis_work(tmp_path: Path, count: int, calls: bool = True) -> int:
     path = str(tmp_path / f"methods_{count}.py")
-    text = class_with_methods(count)
-    found: list = []
-    elapsed = cpu_seconds(lambda: found.extend(check_source(path, text, Config())))
+    found, work = lines_of(check_source, path, class_with_methods(count, calls=calls), Config())
     assert [f.code for f in found] == ["FAB004"]
-    return elapsed
+    return work.lines
 
 
 def test_method_lookups_are_linear_in_the_class_size(tmp_path):
-    analysis_seconds(tmp_path, 200)  # warm up: imports, library tables
-    small = min(analysis_seconds(tmp_path, 750) for _ in range(3))
-    large = min(analysis_seconds(tmp_path, 6000) for _ in range(2))
-    # 8x the methods (and calls): linear is ~8.5x idle; methods() rebuilt per lookup was ~60x.
-    assert large / small < 13, f"750 methods {small:.2f}s, 6k methods {large:.2f}s CPU: ratio {large / small:.1f}"
+    analysis_work(tmp_path, 20)  # warm up: imports, library tables
+    base = analysis_work(tmp_path, 0)
+    small = analysis_work(tmp_path, 250) - base
+    large = analysis_work(tmp_path, 2000) - base
+    # 8x the methods (and calls): linear is 8x; methods() rebuilt per lookup grows with n^2.
+    assert large <= 9 * small, f"250 methods: {small} lines, 2000 methods: {large} lines: {large / small:.2f}x"
 
 
 def test_ten_thousand_methods_and_a_missing_name_are_checked_within_a_bound(tmp_path):
@@ -77,8 +65,13 @@ def test_ten_thousand_methods_and_a_missing_name_are_checked_within_a_bound(tmp_
     [finding] = json.loads(result.stdout)
     assert finding["code"] == "FAB004" and "`LM.missing_name` does not exist" in finding["message"]
     assert finding["location"]["row"] == 10_000 + 12
-    # 0.8 s of CPU with the interpreter's start; it was 27-46 s.
-    assert result.cpu_seconds < 8, f"{result.cpu_seconds:.1f} s of CPU"
+    # Counted in process: the missing name costs as much per method with 10,000 methods as with
+    # 1,000 (it was 27-46 s: each lookup read the whole class, and every method was a suggestion).
+    analysis_work(tmp_path, 20, calls=False)  # warm up
+    base = analysis_work(tmp_path, 0, calls=False)
+    small = analysis_work(tmp_path, 1000, calls=False) - base
+    large = analysis_work(tmp_path, 10_000, calls=False) - base
+    assert large <= 11 * small, f"1k methods: {small} lines, 10k methods: {large} lines: {large / small:.2f}x"
 
 
 def test_the_closest_method_is_suggested_below_the_bound_and_not_searched_above_it(tmp_path):
@@ -121,14 +114,16 @@ def library_project(root: Path, count: int) -> tuple[Path, str]:
     return root / f"main{run}.py", text
 
 
-def library_seconds(root: Path, count: int) -> float:
+def library_work(root: Path, count: int) -> int:
     path, text = library_project(root, count)
-    return cpu_seconds(lambda: check_source(str(path), text, Config(root=str(root))))
+    _, work = lines_of(check_source, str(path), text, Config(root=str(root)))
+    return work.lines
 
 
 def test_library_module_names_are_looked_up_in_linear_time(tmp_path):
-    library_seconds(tmp_path, 100)  # warm up: the interpreter's probe, imports
-    small = min(library_seconds(tmp_path, 1000) for _ in range(3))
-    large = min(library_seconds(tmp_path, 8000) for _ in range(2))
-    # 8x the names: ~8x now; each lookup reading the whole module cost n^2 (1,000 names 5 s, 2,000 30 s).
-    assert large / small < 13, f"1k names {small:.2f}s, 8k names {large:.2f}s CPU: ratio {large / small:.1f}"
+    library_work(tmp_path, 20)  # warm up: the interpreter's probe, imports
+    base = library_work(tmp_path, 0)
+    small = library_work(tmp_path, 250) - base
+    large = library_work(tmp_path, 2000) - base
+    # 8x the names: 8x; each lookup reading the whole module cost n^2 (1,000 names 5 s, 2,000 30 s).
+    assert large <= 9 * small, f"250 names: {small} lines, 2000 names: {large} lines: {large / small:.2f}x"
