@@ -213,12 +213,24 @@ def test_exit_status(tmp_path, monkeypatch, capsys):
     assert "no rule or record matches 'FAB999'" in capsys.readouterr().err
 
 
-def test_long_pastes_stay_fast():
-    import time
+def test_long_pastes_cost_bounded_work():
+    """Counted, not timed (tests/support/work.py: lines of fabric_lsp executed): a long traceback and
+    100,000 words are read as their windows (MAX_MESSAGE_CHARS) and compared in at most
+    MAX_ALIGNMENT_CELLS cells: ten or a hundred times the paste costs about what the window does."""
+    from tests.support.work import counted
 
-    started = time.perf_counter()
-    noise = "\n".join(f'  File "/x/y{i}.py", line {i}, in f{i}\n    call_{i}(a, b, c)' for i in range(2000))
-    message = "\nRuntimeError: You are calling the method `LM.gen()` from outside the model"
-    assert _first(noise + message).code == "FAB001"
-    assert explain_query(default_records(), "word " * 100_000) == []
-    assert time.perf_counter() - started < 10.0
+    def traceback(frames: int) -> str:
+        noise = "\n".join(f'  File "/x/y{i}.py", line {i}, in f{i}\n    call_{i}(a, b, c)' for i in range(frames))
+        return noise + "\nRuntimeError: You are calling the method `LM.gen()` from outside the model"
+
+    default_records()  # loaded once per process: not the pastes' work
+    work = {}
+    for frames in (200, 2000):
+        with counted() as work[frames]:
+            assert _first(traceback(frames)).code == "FAB001"
+    for words in (1_000, 100_000):
+        with counted() as work[words, "words"]:
+            assert explain_query(default_records(), "word " * words) == []
+    assert work[2000].lines <= 3 * work[200].lines, (work[2000].lines, work[200].lines)
+    assert work[100_000, "words"].lines <= 3 * work[1_000, "words"].lines, (
+        work[100_000, "words"].lines, work[1_000, "words"].lines)
