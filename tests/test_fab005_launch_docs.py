@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fabric_lsp.analysis.launch_docs import MAX_DOCUMENTS, launch_documents, scripts_in
@@ -94,18 +93,30 @@ def test_commands_and_their_continued_lines():
     assert scripts_in("fabric run --devices 2\nthen python other.py\n") == set()
 
 
-def test_the_documents_read_are_bounded(tmp_path):
-    # A hostile clone: thousands of folders and documents, some huge; the scan reads a bounded amount.
+def test_the_documents_read_are_bounded(tmp_path, monkeypatch):
+    # A hostile clone: thousands of folders and documents, some huge; the scan reads a bounded amount,
+    # counted (not timed): at most MAX_DOCUMENTS documents, each read up to MAX_DOCUMENT_BYTES.
+    from fabric_lsp.analysis import launch_docs
+
+    reads = []
+    read_text = launch_docs.read_text
+
+    def counted(path, limit, *args, **kwargs):
+        text = read_text(path, limit, *args, **kwargs)
+        reads.append((limit, len(text or "")))
+        return text
+
+    monkeypatch.setattr(launch_docs, "read_text", counted)
     for index in range(60):
         sub = tmp_path / f"d{index:03}"
         sub.mkdir()
         for inner in range(40):
             (sub / f"r{inner:03}.md").write_text("x")
     (tmp_path / "README.md").write_bytes(b"fabric run " * 2_000_000)  # 22 MB
-    start = time.process_time()
     found = launch_documents(str(tmp_path))
-    assert time.process_time() - start < 5
     assert len([p for p, _ in found.read if p.endswith(".md")]) <= MAX_DOCUMENTS
+    assert 0 < len(reads) <= MAX_DOCUMENTS, len(reads)
+    assert all(limit <= launch_docs.MAX_DOCUMENT_BYTES and size <= limit for limit, size in reads), reads[:5]
 
 
 def test_a_huge_folder_is_listed_only_up_to_the_budget(tmp_path):

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tokenize
 from pathlib import Path
 
@@ -293,12 +292,10 @@ def test_the_newer_syntax_pass_is_linear_and_a_broken_text_stays_broken(name, mo
         return spend(self, count)
 
     monkeypatch.setattr(compat._Formatted, "_spend", counted)
-    started = time.process_time()
     error = compat.own_syntax_error(text, lambda source: compile(source, "hostile.py", "exec"))
-    spent = time.process_time() - started
     assert error is not None
+    # The work, counted (not timed: a quadratic scan, hours before, would visit ~len(text)^2).
     assert visits[0] <= 2 * len(text) + 10_000
-    assert spent < 20, spent  # about 1 s measured: far from the hours of a quadratic scan
 
 
 def test_requires_python_lower_bound():

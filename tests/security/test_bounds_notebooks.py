@@ -50,8 +50,8 @@ def assert_refused_cheaply(tmp_path: Path, cells: list[str]) -> None:
     # Refusing costs what reading the 10 MB of JSON does: the run took 0.4 s of CPU and 90 MB (main.py
     # alone: 0.3 s, 34 MB); joining the cells first took 7.1 s and 1.6 GB for the huge cell, and 3.9 s
     # for the many cells.
+    # Counted in memory, not timed: joining the cells is what took the 1.6 GB.
     assert result.peak_mb < 400, f"peak {result.peak_mb:.0f} MB"
-    assert result.cpu_seconds < 2, f"{result.cpu_seconds:.1f} s of CPU"
     assert result.returncode == 1, result.stderr  # main.py's finding: the run went on
     assert [Path(f["filename"]).name for f in json.loads(result.stdout)] == ["main.py"]
     size = sum(len(cell.encode()) for cell in cells)
@@ -71,7 +71,7 @@ def test_many_code_cells_summing_over_the_limit_are_refused_before_they_are_pars
 def test_a_notebook_on_standard_input_is_refused_too(tmp_path):
     result = run_cli("check", "--stdin-filename", "nb.ipynb", cwd=tmp_path,
                      stdin=notebook_json([HUGE_CELL]).encode())
-    assert result.peak_mb < 400 and result.cpu_seconds < 2, (result.peak_mb, result.cpu_seconds)  # was 1.6 GB, 7.9 s
+    assert result.peak_mb < 400, result.peak_mb  # was 1.6 GB (joined before it was refused)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "the notebook's code cells are larger than max-file-size" in result.stderr, result.stderr
 

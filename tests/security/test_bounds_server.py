@@ -52,15 +52,12 @@ async def test_hover_and_exit_answered_while_a_big_document_is_analysed(tmp_path
         [finding] = await diagnostics(client, small_uri, version=1)
         open_doc(client, big)
         await asyncio.sleep(1.0)  # the worker is inside the big document now
-        started = time.monotonic()
         hover = await hover_on_finding(client, small_uri, finding)
-        hover_seconds = time.monotonic() - started
         assert hover is not None and "mark_forward_method" in str(hover.contents)
         # The proof that the hover did not wait for the big document: it is answered while that
-        # analysis (tens of seconds) is still running. The time bound is generous: on a loaded
-        # 2-core machine the event loop shares the GIL with the analysis thread (3-4 s seen at load 9).
+        # analysis (tens of seconds) is still running, not by how long it took (hover_on_finding's
+        # TIMEOUT is only a hang guard).
         assert not any(p.uri == big.as_uri() for p in client.published), "the big document was already done"
-        assert hover_seconds < 10, f"hover took {hover_seconds:.1f}s"
     finally:
         started = time.monotonic()
         await session_cm.__aexit__(None, None, None)  # shutdown, exit, and the process ends
