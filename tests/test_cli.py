@@ -623,6 +623,26 @@ def test_diff_then_fix_then_clean_on_a_case(tmp_path, monkeypatch, capsys):
     assert run(["check", "--hints", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
 
 
+def test_fix_fixes_what_the_first_fix_uncovers_as_ruff(tmp_path, monkeypatch, capsys):
+    """Needs the engine. The first error on a path masks the call after it (the frozen EMA copy's setup
+    that DDP refuses; `model.sample` after it is not reported). --fix moves the copy with to_device, checks
+    again and marks `sample` in a second pass; from standard input the same. --diff shows the first pass."""
+    case = _case("fab009_ema_copy_frozen")
+    copy = Path(shutil.copy(case.path, tmp_path / case.path.name))
+    original = copy.read_text(encoding="utf-8")
+    code, out, err = run(["check", "--diff", "--unsafe-fixes", copy.name], tmp_path, monkeypatch, capsys)
+    assert (code, err) == (1, "Would fix 1 finding.\n") and "fabric.to_device(ema)" in out and "mark_forward" not in out
+    code, out, err = run(["check", "--fix", "--unsafe-fixes", copy.name], tmp_path, monkeypatch, capsys)
+    assert (code, out) == (0, "Found 2 findings (2 fixed, 0 remaining).\n"), err
+    fixed = copy.read_text(encoding="utf-8")
+    assert "ema = fabric.to_device(ema)" in fixed and fixed.count('model.mark_forward_method("sample")') == 1
+    assert run(["check", "--hints", copy.name], tmp_path, monkeypatch, capsys)[:2] == (0, "All checks passed!\n")
+    from_stdin = run_process(["check", "--fix", "--unsafe-fixes", "--stdin-filename", copy.name, "-"], tmp_path,
+                             input=original)
+    assert (from_stdin.returncode, from_stdin.stdout) == (0, fixed), from_stdin.stderr
+    assert from_stdin.stderr == "Found 2 findings (2 fixed, 0 remaining).\n"
+
+
 def test_hostile_files_leave_other_findings_intact(tmp_path, monkeypatch, capsys):
     """Needs the engine."""
     expected = _hostile_tree(tmp_path)

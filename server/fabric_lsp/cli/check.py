@@ -15,7 +15,7 @@ from fabric_lsp.settings.config import (Config, ConfigResolver, is_config_error)
 from fabric_lsp.fixes.confinement import FixBounds
 from fabric_lsp.fixes.edits import unified_diff
 from fabric_lsp.findings import Finding
-from fabric_lsp.report import (TEXT_FORMATS, ReportContext, render,
+from fabric_lsp.report import (TEXT_FORMATS, ReportContext, fixable, render,
                                sort_key)
 from fabric_lsp.report.io_error import missing_path_finding
 from fabric_lsp.report.syntax import said_analysis_notices
@@ -29,6 +29,10 @@ from fabric_lsp.cli.fixing import fix_findings, add_noqa, file_digest
 from fabric_lsp.checking import (CacheSet, check_files_cached, docs_url, internal_error, library_paths,
                                  notebooks_of, noqa_warnings, project_root_of, source_findings, source_noqa_warnings,
                                  source_notebooks)
+
+# --fix passes after the first: each fixes only findings the previous pass uncovered (one per earlier
+# error on a path, in practice one or two); the bound keeps a pathological chain from re-checking forever.
+MAX_FIX_PASSES = 10
 
 
 def _build_config(args: argparse.Namespace) -> ConfigResolver:
@@ -357,10 +361,13 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         if not args.quiet:
             say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
         return 2 if failed else (1 if outcome.texts else 0)
-    if path in outcome.texts:
+    fixed_count, changed = outcome.fixed, path in outcome.texts
+    tried = {_fix_key(f) for f in findings if fixable(f, args.unsafe_fixes)}
+    for fix_pass in range(1 + MAX_FIX_PASSES):  # as a file's --fix: again while a pass uncovers a new fixable finding
+        if path not in outcome.texts:
+            break
         fixed = outcome.notebook_json.get(path, outcome.texts[path]).encode(source.encoding)
-        sys.stdout.buffer.write(fixed)
-        sys.stdout.flush()
+        data = fixed
         source, _ = decode_notebook(path, fixed, config.max_file_size) if notebook else decode_source(path, fixed)
         try:
             findings = _stdin_findings(source, config, cwd, speak=False) if source is not None else []
@@ -371,16 +378,30 @@ def _check_stdin(args: argparse.Namespace, cwd: str, configs: ConfigResolver) ->
         context.notebooks = source_notebooks(source) if source is not None else {}
         if source is not None and source.notebook is None:
             context.remember_text(path, source.text)
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    context.fix_mode, context.fixed = True, outcome.fixed
+        uncovered = [f for f in findings if fixable(f, args.unsafe_fixes) and _fix_key(f) not in tried]
+        if source is None or not uncovered or fix_pass == MAX_FIX_PASSES:
+            break
+        tried |= {_fix_key(f) for f in uncovered}
+        outcome = fix_findings(uncovered, unsafe_fixes=args.unsafe_fixes, write=False,
+                               max_file_size=config.max_file_size, cwd=cwd, sources={path: source})
+        for message in outcome.messages:
+            say(message)
+        failed = failed or outcome.failed
+        fixed_count += outcome.fixed
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    context.fix_mode, context.fixed = True, fixed_count
     report.write(render(args.format, findings, context))
     report.flush()
     status = exit_status(findings, failed, args.exit_zero)
-    if status == 0 and path in outcome.texts and args.exit_non_zero_on_fix and not args.exit_zero:
+    if status == 0 and changed and args.exit_non_zero_on_fix and not args.exit_zero:
         status = 1  # the source on stdout was changed (--exit-non-zero-on-fix)
     return status
+
+
+def _fix_key(finding: Finding) -> tuple[str, str, str]:
+    """A finding across fix passes (its line moves when an edit above it adds lines)."""
+    return finding.span.path, finding.code, finding.message
 
 
 def _stdin_findings(source: DecodedFile, config: Config, cwd: str, speak: bool = True) -> list[Finding]:
@@ -460,17 +481,21 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             if not args.quiet:
                 say(f"Would fix {count} finding{'s' if count != 1 else ''}." if count else "No findings would be fixed.")
             return 2 if failed else (1 if outcome.texts or stale else 0)
-        context.fix_mode, context.fixed, context.fixed_findings = True, outcome.fixed, outcome.fixed_findings
-        if (args.format not in TEXT_FORMATS or args.statistics) and outcome.fixed and not args.quiet:
-            n_written = len(outcome.written)
-            say(f"{PROG}: fixed {outcome.fixed} finding{'s' if outcome.fixed != 1 else ''} "
-                 f"in {n_written} file{'s' if n_written != 1 else ''}")
-        # A fix may change the findings of other files of its project (a mark after a setup in main.py
-        # ends a finding in helpers.py): the projects written to are checked again as a whole.
-        touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
-        touched_roots = {project_root_of(config, path) for path in touched}
-        rechecked = sorted(path for path in files if project_root_of(config, path) in touched_roots)
-        if rechecked:
+        fixed_findings, written = list(outcome.fixed_findings), set(outcome.written)
+        # As ruff: fixing until nothing more is fixable. A fix may change the findings of other files of
+        # its project (a mark after a setup in main.py ends a finding in helpers.py), and may uncover one
+        # an earlier error masked (the first error on a path: once a refused setup is fixed, the call after
+        # it raises), so the projects written to are checked again as a whole. Only findings new in a pass
+        # are fixed in the next one: a fix that did not remove its finding is never applied twice.
+        tried = {_fix_key(f) for f in findings if fixable(f, args.unsafe_fixes)}
+        for _ in range(MAX_FIX_PASSES):
+            touched = set(outcome.written) | {f.span.path for f in outcome.fixed_findings}
+            touched_roots = {project_root_of(config, path) for path in touched}
+            rechecked = sorted(path for path in files if project_root_of(config, path) in touched_roots)
+            if not rechecked:
+                break
+            digests = {os.path.abspath(path): digest for path in rechecked
+                       if (digest := file_digest(path, config.max_file_size)) is not None}
             with Progress(len(rechecked), sys.stderr, enabled=not args.quiet):
                 fresh = {r.path: r for r in check_files_cached(rechecked, config, args.jobs, cache, need_edits, say_notice)}
             for result in fresh.values():
@@ -482,11 +507,31 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
             findings = [f for f in findings if f.span.path not in fresh]
             findings += confine_saying([f for r in fresh.values() for f in r.findings], bounds, cwd, speak=False)
             findings.sort(key=sort_key)
+            uncovered = [f for f in findings if f.span.path in fresh and fixable(f, args.unsafe_fixes)
+                         and _fix_key(f) not in tried]
+            if not uncovered:
+                break
+            tried |= {_fix_key(f) for f in uncovered}
+            outcome = fix_findings(uncovered, unsafe_fixes=args.unsafe_fixes, write=True,
+                                   max_file_size=config.max_file_size, cwd=cwd, checked_digests=digests)
+            for message in outcome.messages:
+                say(message)
+            failed = failed or outcome.failed
+            stale = stale or bool(outcome.stale)
+            fixed_findings += outcome.fixed_findings
+            written |= set(outcome.written)
+            if not outcome.fixed:
+                break
+        context.fix_mode, context.fixed, context.fixed_findings = True, len(fixed_findings), fixed_findings
+        if (args.format not in TEXT_FORMATS or args.statistics) and fixed_findings and not args.quiet:
+            count, n_written = len(fixed_findings), len(written)
+            say(f"{PROG}: fixed {count} finding{'s' if count != 1 else ''} "
+                 f"in {n_written} file{'s' if n_written != 1 else ''}")
 
     context.notebooks = notebooks_of(findings)  # read again: a fix may have changed a notebook
     write_report(args, findings, context)
     status = exit_status(findings, failed, args.exit_zero)
-    if status == 0 and fixing and outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
+    if status == 0 and fixing and context.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
         status = 1  # ruff's --exit-non-zero-on-fix: files were changed, even when nothing remains
     return 1 if stale and status == 0 else status  # a file left unfixed is never success, even with --exit-zero
 
