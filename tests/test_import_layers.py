@@ -11,7 +11,8 @@ The layers, lowest first (a module may import its own layer and those below):
               notebook, project_root, toml_reader), `fixes/` (edits, confinement, noqa), `findings`
               (the plain data every layer passes on), `version`, and `analysis/compat.py`, which
               reads text only (stdlib) and says which syntax a text uses: the notebook reader asks it
-              whether a cell parses.
+              whether a cell parses; `timing` (`check -v`'s measure of the phases, stdlib only: the
+              analysis times its jedi questions with it).
   1 settings  `settings/` (config, user_config) and `records/` (the knowledge base: its loader reads
               the user config's record folders; the settings check codes and docs-url against its
               rules table).
@@ -40,6 +41,7 @@ LAYERS = {
     "fabric_lsp.sources": 0,
     "fabric_lsp.fixes": 0,
     "fabric_lsp.analysis.compat": 0,
+    "fabric_lsp.timing": 0,
     "fabric_lsp.settings": 1,
     "fabric_lsp.records": 1,
     "fabric_lsp.analysis": 2,

@@ -97,4 +97,40 @@ def test_verbose_says_what_the_run_uses_and_changes_no_output(tmp_path):
     assert any(line.startswith("fabric-lsp: verbose: checked 3 files in ") and line.endswith("no cache (--no-cache)")
                for line in said)
     assert "verbose" not in quiet.stderr
-    assert check("--verbose", "train.py", cwd=root).stderr.count("fabric-lsp: verbose: ") == 4
+    # settings, project, checking, checked, phases, and the one program analysed
+    assert check("--verbose", "train.py", cwd=root).stderr.count("fabric-lsp: verbose: ") == 6
+
+
+def _phases(stderr: str) -> list[str]:
+    [line] = [line for line in stderr.splitlines() if line.startswith("fabric-lsp: verbose: phases ")]
+    return [part.split()[0] for part in line.split("): ", 1)[1].split(", ")]
+
+
+def test_verbose_says_where_the_time_went_also_from_worker_processes(tmp_path):
+    """Issue 36: `-v` prints the phases' times and the slowest programs. Two programs checked by two
+    worker processes: their parse and solve are measured there and sent back with the results."""
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        shutil.copy(CASE, tmp_path / name / "train.py")
+        (tmp_path / name / "util.py").write_text("x = 1\n")
+    for jobs in ("1", "2"):
+        run = check("-v", "--jobs", jobs, ".", cwd=tmp_path)
+        assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+        phases = _phases(run.stderr)
+        assert [p for p in phases if p in ("read", "parse", "solve", "facts", "rules")] == \
+            ["read", "parse", "solve", "facts", "rules"], (jobs, phases)
+        slow = sorted(line.rsplit(": ", 1)[0] for line in run.stderr.splitlines()
+                      if line.startswith("fabric-lsp: verbose: slow program: "))
+        assert slow == [f"fabric-lsp: verbose: slow program: {name}/train.py" for name in ("alpha", "beta")], slow
+
+
+def test_verbose_after_a_cached_run_shows_no_analysis(tmp_path):
+    shutil.copy(CASE, tmp_path / "train.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "FORCE_COLOR")}
+    env["PYTHONPATH"] = str(ROOT / "server")
+    runs = [subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "-v", "."], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300) for _ in range(2)]
+    assert {"parse", "solve", "rules", "cache"} <= set(_phases(runs[0].stderr)), runs[0].stderr
+    # The second run answers from the cache: nothing is parsed or solved, and no program is listed.
+    assert not {"parse", "solve", "facts", "rules"} & set(_phases(runs[1].stderr)), runs[1].stderr
+    assert "slow program" not in runs[1].stderr and runs[1].stdout == runs[0].stdout

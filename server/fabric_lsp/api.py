@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Literal, Optional, Sequence, TypedDict, Union
 
 from fabric_lsp import findings as _findings
+from fabric_lsp import timing
 from fabric_lsp.checking import (CacheSet, check_files_cached, docs_url, library_paths, log_notice, noqa_warnings,
                                  notebooks_of, source_findings, source_noqa_warnings, source_notebooks,
                                  syntax_broken)
@@ -153,6 +154,10 @@ class CheckResult:
     notices: list[Notice] = field(default_factory=list)  # files read with a remark or not checked
     analysis_notices: list[str] = field(default_factory=list)  # `<path>: <reason>`: what the analysis left out, sorted
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, internal error): files not checked
+    # With check_files(measure=True): seconds per phase (summed over the worker processes) in
+    # fabric_lsp.timing.PHASES order, and the slowest programs as (seconds, a file of it, its file count).
+    phases: list[tuple[str, float]] = field(default_factory=list)
+    slowest_programs: list[tuple[float, str, int]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -202,14 +207,26 @@ def settings(options: CheckOptions, cwd: Optional[str] = None) -> ConfigResolver
 
 
 def check_files(files: Sequence[str], configs: ConfigResolver, *, jobs: int = 1, cache: Optional[CacheSet] = None,
-                need_edits: bool = True, notify: Optional[Callable[[str], None]] = None) -> CheckResult:
+                need_edits: bool = True, notify: Optional[Callable[[str], None]] = None,
+                measure: bool = False) -> CheckResult:
     """The findings of `files` (found by sources.walk.discover, each with its configuration from
     `configs`), their projects analysed as whole programs. `jobs`: worker processes (0: automatic, 1:
     this process only); `cache`: the findings caches to read and write (None: none); `need_edits`:
     findings with their fixes (a cache answer holds none). `notify` receives what the run has to say
-    as it happens (the cache or the worker processes unavailable); by default it is logged."""
-    results = check_files_cached(files, configs, jobs, cache, need_edits, notify or log_notice)
+    as it happens (the cache or the worker processes unavailable); by default it is logged.
+    `measure`: also say where the time went (`phases`, `slowest_programs`; `check -v`)."""
+    if measure:
+        timing.take()
+        timing.enable()
+    try:
+        results = check_files_cached(files, configs, jobs, cache, need_edits, notify or log_notice)
+    finally:
+        if measure:
+            timing.enable(False)
     found = CheckResult()
+    if measure:
+        found.phases, found.slowest_programs = timing.report()
+        timing.take()
     analysis_notices: set[str] = set()
     broken = syntax_broken(results)
     for result in results:

@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from fabric_lsp import timing
 from fabric_lsp.cache import CacheUnavailable, FindingsCache, interpreter_fingerprint
 from fabric_lsp.findings import Finding, Position
 from fabric_lsp.report import sort_key
@@ -91,7 +92,8 @@ def _read_with_notices(paths: list[str], config: Config, sources: dict[str, Deco
     results: dict[str, FileResult] = {}
     warned: dict[str, Notice] = {}  # read and checked, with something to say (a notebook not fixable)
     for path in paths:
-        source, notice = read_source(path, config.max_file_size)
+        with timing.phase("read"):
+            source, notice = read_source(path, config.max_file_size)
         if source is None:
             results[path] = FileResult(path, notice=notice)
         else:
@@ -169,6 +171,7 @@ _SYNTAX: list[tuple[str, str, object, object]] = []
 
 
 SYNTAX_TASK = -1
+TIMING_TASK = -2  # a worker's measurements for `check -v` (fabric_lsp.timing), sent with its results
 
 
 SYNTAX_TASK_CHARS = 1 << 20  # about 0.1 s of parsing per task
@@ -178,15 +181,21 @@ def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config | None = None)
     """(plan token, program number, the results of the program's checked files) for each task; for
     a syntax task (SYNTAX_TASK, start, a result with the invalid-syntax entries of each file that has some)."""
     done = []
+    # A forked worker starts with its parent's measurements: only what the tasks add is sent back.
+    before = timing.take() if timing.enabled() else None
     for token, numbers in tasks:
         if token == SYNTAX_TASK:
-            done.append((token, numbers[0], _check_syntax(*numbers)))
+            with timing.phase("syntax"):
+                done.append((token, numbers[0], _check_syntax(*numbers)))
             continue
         paths, plan, plan_config = _PLANS[token]  # each plan is checked with its files' configuration
         members = {path for number in numbers for path in plan.groups[number]}
         mine = [path for path in paths if os.path.abspath(path) in members]  # the task's own files only
         if mine:
             done.append((token, numbers[0], check_project(mine, plan_config, plan, numbers)))
+    if before is not None:
+        done.append((TIMING_TASK, 0, timing.take()))
+        timing.merge(before)
     return done
 
 
@@ -208,7 +217,8 @@ class ProgramResults:
     def lookup(self, root: str, key: str) -> tuple[dict[str, tuple[Finding, ...]], tuple[str, ...]] | None:
         interpreter = self.interpreters.get(root)
         cache = self.cache_for(root)
-        found = cache.lookup_program(root, interpreter, key, self.need_edits) if interpreter and cache else None
+        with timing.phase("cache"):
+            found = cache.lookup_program(root, interpreter, key, self.need_edits) if interpreter and cache else None
         if found is not None:
             self.fresh.setdefault(root, {})[key] = cache.stored_program(root, key, interpreter)
         return found
@@ -299,6 +309,9 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         return [FileResult(path, error=message) for path in paths]
     try:
         for token, number, results in _solve_tasks(tasks, None, workers, jobs, len(paths), forkable):
+            if token == TIMING_TASK:
+                timing.merge(results)
+                continue
             if token == SYNTAX_TASK:
                 _syntax_results(results, broken, unjudged)
                 continue
@@ -309,7 +322,9 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     except (OSError, RuntimeError) as error:  # cannot start processes (sandbox, limits): go serial
         (notify or log_notice)(f"parallel checking unavailable ({error}); checking serially")
         for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks]):
-            if token == SYNTAX_TASK:
+            if token == TIMING_TASK:
+                timing.merge(results)
+            elif token == SYNTAX_TASK:
                 _syntax_results(results, broken, unjudged)
             else:
                 found.update((result.path, result) for result in results)
@@ -464,14 +479,17 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
         chosen = choose_interpreter(root, group_config.python, group_config.trusted)
         # The project's requires-python too: it decides which syntax is judged (analysis/compat.py).
         interpreter = f"{interpreter_fingerprint(chosen.python, chosen.runnable)}:{requires_python(root)}"
-        files = project_files(root, group_config, group)
-        found = group_cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
+        with timing.phase("cache"):  # the project's files and their states are the cache's key
+            files = project_files(root, group_config, group)
+            found = group_cache.lookup(root, interpreter, [os.path.abspath(p) for p in group], files, need_edits)
         if found is not None:
             notes = group_cache.notices(root)
             for path in group:
                 results[path] = FileResult(path, findings=found[os.path.abspath(path)], analysis_notices=notes)
             continue
-        pending.append((root, interpreter, group_cache.file_states(files), group, group_cache))  # states before the check
+        with timing.phase("cache"):
+            states = group_cache.file_states(files)  # the states before the check
+        pending.append((root, interpreter, states, group, group_cache))
         misses.extend(group)
     programs = ProgramResults(None, need_edits, {os.path.abspath(root): interpreter for root, interpreter, *_ in pending},
                               {os.path.abspath(root): group_cache for root, _, _, _, group_cache in pending})
@@ -481,10 +499,13 @@ def check_files_cached(paths: Sequence[str], config: Config | ConfigResolver, jo
         results.update((r.path, r) for r in group_results)
         if all(r.error is None and r.notice is None for r in group_results):
             kept = programs.fresh.get(os.path.abspath(root), {})
-            group_cache.store(root, interpreter, states, {os.path.abspath(r.path): r.findings for r in group_results},
-                              sorted({note for r in group_results for note in r.analysis_notices}), kept)
+            with timing.phase("cache"):
+                group_cache.store(root, interpreter, states,
+                                  {os.path.abspath(r.path): r.findings for r in group_results},
+                                  sorted({note for r in group_results for note in r.analysis_notices}), kept)
     results.update((path, fresh[path]) for path in misses if path not in results)
-    caches.save()
+    with timing.phase("cache"):
+        caches.save()
     return [results[path] for path in paths]
 
 

@@ -12,8 +12,10 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 
+from fabric_lsp import timing
 from fabric_lsp.fixes import noqa
 from fabric_lsp.analysis import analyze
 from fabric_lsp.analysis.incremental import analysing
@@ -96,7 +98,8 @@ def plan_for(paths: list[str], config: Config, workspace: Workspace, overlays: d
     texts = dict(workspace.overlays)
     if overlays:
         texts.update(overlays)
-    return plan_project(root, paths, texts, library_path, config.exclude, config.max_file_size)
+    with timing.phase("read"):  # the project's files read and scanned for their imports
+        return plan_project(root, paths, texts, library_path, config.exclude, config.max_file_size)
 
 
 def project_result(paths: list[str], config: Config, workspace: Workspace, overlays: dict[str, str] | None = None,
@@ -111,7 +114,12 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
     for number in plan.groups_of(paths) if numbers is None else numbers:
         result = _unchanged(plan, number, workspace)
         if result is None:
-            result = _solved(program_of(plan, number, paths, workspace), workspace, plan, number)
+            started = time.perf_counter() if timing.enabled() else 0.0
+            with timing.phase("parse"):
+                program = program_of(plan, number, paths, workspace)
+            result = _solved(program, workspace, plan, number)
+            if started:
+                timing.program_done(time.perf_counter() - started, _program_name(plan, number), len(plan.groups[number]))
         program = result.program
         for path, found in result.findings.items():
             findings.setdefault(path, []).extend(found)
@@ -119,6 +127,17 @@ def project_result(paths: list[str], config: Config, workspace: Workspace, overl
         sources.update(program.sources)
         reads.update(result.reads)
     return ProjectResult(findings, notices, plan.walked, sources, reads)
+
+
+def _program_name(plan: Plan, number: int) -> str:
+    """The file a user knows a program by (for `check -v`): its training script, the one that names
+    Fabric's setup most (ties: the first), read from the text."""
+    def score(path: str) -> int:
+        text = plan.entries[path].text
+        return sum(text.count(word) for word in ("Fabric(", ".launch(", ".setup(", ".setup_module("))
+
+    group = plan.groups[number]
+    return min(group, key=lambda path: (-score(path), path))
 
 
 # The runs of the last solve of each program (by its files), replayed by the next solve where they
@@ -160,21 +179,12 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
         if known is not None and known.key == key and unchanged_on_disk(known.reads.items()):
             return known
         previous = _last_runs.pop(group, None)
-    solver = solve(program, previous, record=_remember_runs)
-    facts = analyze(program)
-    by_file: dict[str, list[Finding]] = {}
-    for rule in ALL_RULES:
-        try:
-            found = rule.check(facts)
-        except Exception:  # one rule's bug must not hide the others' findings
-            log.exception("%s: rule %s failed", program.root, rule.code)
-            # Said with the result, so a cached run says it too instead of "All checks passed!".
-            facts.notices.append(f"{program.root}: internal error: rule {rule.code} failed on this program, "
-                                 f"its findings are missing (please report it; FABRIC_LSP_DEBUG=1 shows why)")
-            continue
-        for finding in found:
-            by_file.setdefault(finding.span.path, []).append(finding)
-    by_file = first_errors(by_file)  # what a certain earlier error stops is not reported
+    with timing.phase("solve"):
+        solver = solve(program, previous, record=_remember_runs)
+    with timing.phase("facts"):
+        facts = analyze(program)
+    with timing.phase("rules"):
+        by_file = _rule_findings(program, facts)
     # Every keystroke in an editor analyses the program again: its files of newer syntax are one line.
     for notice in said_analysis_notices(facts.notices, listed_by=""):
         log.info("%s", notice)
@@ -195,6 +205,23 @@ def _solved(program: Program, workspace: Workspace, plan: Plan | None = None, nu
             while len(cache) > _MAX_PROGRAMS:
                 cache.pop(next(iter(cache)))
     return result
+
+
+def _rule_findings(program: Program, facts) -> dict[str, list[Finding]]:
+    """Every rule's findings on the program's facts, by file."""
+    by_file: dict[str, list[Finding]] = {}
+    for rule in ALL_RULES:
+        try:
+            found = rule.check(facts)
+        except Exception:  # one rule's bug must not hide the others' findings
+            log.exception("%s: rule %s failed", program.root, rule.code)
+            # Said with the result, so a cached run says it too instead of "All checks passed!".
+            facts.notices.append(f"{program.root}: internal error: rule {rule.code} failed on this program, "
+                                 f"its findings are missing (please report it; FABRIC_LSP_DEBUG=1 shows why)")
+            continue
+        for finding in found:
+            by_file.setdefault(finding.span.path, []).append(finding)
+    return first_errors(by_file)  # what a certain earlier error stops is not reported
 
 
 def check_source(path: str, text: str, config: Config, workspace: Workspace | None = None) -> list[Finding]:

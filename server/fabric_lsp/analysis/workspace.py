@@ -20,6 +20,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from fabric_lsp import timing
 from fabric_lsp.sources.files import read_pth_lines, read_text
 from fabric_lsp.sources.files import reason as file_reason
 
@@ -89,7 +90,7 @@ def _probed(python: str) -> tuple[tuple[str, ...] | None, str | None]:
     server's early start, probe_soon) waits for its answer instead of starting another."""
     with _probe_locks_lock:
         lock = _probe_locks.setdefault(python, threading.Lock())
-    with lock:
+    with lock, timing.phase("interpreter"):
         return _probe_interpreter(python)
 
 
@@ -441,7 +442,7 @@ class Workspace:
             import jedi
 
             code = f"import {dotted}\n{dotted}.{name}\n"
-            with self._lock:
+            with self._lock, timing.phase("jedi"):
                 script = jedi.Script(code=code, project=self.project)
                 _counting.left = JEDI_STEPS_PER_QUESTION
                 try:

@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the files that would be checked, one per line, and exit")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="say on stderr which settings, project roots and interpreters the run uses, what "
-                            "the cache answered and how long it took")
+                            "the cache answered, how long it took and where the time went (the phases' seconds and "
+                            "the slowest programs)")
     check.add_argument("--cache-dir", metavar="PATH",
                        help=f"keep the cache in PATH instead of each project's {CACHE_DIR_NAME}/ "
                             f"(default: ${CACHE_DIR_ENV})")

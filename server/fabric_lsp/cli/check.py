@@ -188,6 +188,16 @@ def _check_paths(args: argparse.Namespace, cwd: str, configs: ConfigResolver, pa
     return status
 
 
+def _say_where_the_time_went(run: api.CheckResult, cwd: str) -> None:
+    """`-v`: the phases' seconds (summed over the worker processes) and the slowest programs."""
+    if run.phases:
+        said = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in run.phases)
+        say(f"{PROG}: verbose: phases (summed over worker processes): {said}")
+    for seconds, named_by, files in run.slowest_programs:
+        others = f" and {files - 1} other file{'s' if files != 2 else ''}" if files > 1 else ""
+        say(f"{PROG}: verbose: slow program: {display_path(named_by, cwd)}{others}: {seconds:.2f} s")
+
+
 def _say_settings_problems(configs: ConfigResolver) -> bool:
     """Say the settings problems found so far; True when one is a mistake in a settings file
     (config.is_config_error): then, as ruff, the run stops with status 2 rather than check with
@@ -432,13 +442,15 @@ def _check_and_report(args: argparse.Namespace, cwd: str, config: Config, files:
     need_edits = bool(fixing) or args.format in ("json", "json-lines", "sarif", "rdjson")  # outputs that show or apply edits
     started = time.perf_counter()
     with Progress(len(files), sys.stderr, enabled=not args.quiet):
-        run = api.check_files(files, config, jobs=args.jobs, cache=cache, need_edits=need_edits, notify=say_notice)
+        run = api.check_files(files, config, jobs=args.jobs, cache=cache, need_edits=need_edits, notify=say_notice,
+                              measure=getattr(args, "verbose", False))
     if getattr(args, "verbose", False):
         chosen = getattr(args, "cache_dir", None) or os.environ.get(CACHE_DIR_ENV)
         where = ("no cache (--no-cache)" if cache is None else
                  f"cache in {chosen}" if chosen else f"cache in {CACHE_DIR_NAME}/ of each project")
         say(f"{PROG}: verbose: checked {len(files)} file{'s' if len(files) != 1 else ''} in "
              f"{time.perf_counter() - started:.2f} s; {where}")
+        _say_where_the_time_went(run, cwd)
 
     failed = run.failed
     for path, error in run.errors:
