@@ -413,10 +413,10 @@ def test_code_that_makes_jedi_exponential_is_analysed_at_once_in_the_server(serv
     slow.write_text(EXPONENTIAL_INFERENCE, encoding="utf-8")
     started = time.monotonic()
     slow_uri = server.open(slow)
+    # Only a hang guard (jedi on this code: hours); test_robust_pathological.py counts the work:
+    # jedi is asked nothing about the project's values and takes <= 1,000 steps.
     published = server.diagnostics(slow_uri, timeout=60)
-    seconds = time.monotonic() - started
-    record_figure("exponential_jedi_inference_in_server", round(seconds, 2))
-    assert seconds < 10, seconds
+    record_figure("exponential_jedi_inference_in_server", round(time.monotonic() - started, 2))
     assert published["diagnostics"] == [], published  # the model's class cannot be seen: no finding
     text = (project / "main.py").read_text(encoding="utf-8")
     server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},

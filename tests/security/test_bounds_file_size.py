@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fabric_lsp.settings.config import MAX_FILE_SIZE_CEILING, load_config
@@ -31,16 +30,14 @@ def test_big_file_is_skipped_with_notice_despite_the_repository_limit(tmp_path):
     line = "value = fabric.setup(model)\n"
     (tmp_path / "big.py").write_text(line * (MAX_FILE_SIZE_CEILING // len(line) + 1000))
     env = {**os.environ, "PYTHONPATH": str(REPO / "server")}
-    started = time.monotonic()
-    result = subprocess.run(
+    result = subprocess.run(  # the timeout is only a hang guard
         [sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "--format", "json", "."],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )
-    elapsed = time.monotonic() - started
     assert "Traceback" not in result.stderr
     assert result.returncode == 1, result.stderr  # the real finding in main.py
     assert sorted(Path(f["filename"]).name for f in json.loads(result.stdout)) == ["main.py"]
     lines = result.stderr.splitlines()
     assert any("big.py" in l and "larger than max-file-size" in l and str(MAX_FILE_SIZE_CEILING) in l for l in lines), lines
     assert any("max-file-size" in l and "ceiling" in l for l in lines), lines
-    assert elapsed < 30
+    # Not timed: big.py's notice, and only main.py in the findings, say it was skipped, not analysed.

@@ -2,17 +2,20 @@
 server, on every edit) is linear in the text: 40,000 lines `from a import (` inside a string (the
 file parses) took 19 s of CPU per check and per keystroke, as the scan's regex looked for the `)`
 to the end of the file from each of them; a line of dots after `from` backtracked quadratically.
-A setup.cfg of blank lines made the package-folder scan quadratic too."""
+A setup.cfg of blank lines made the package-folder scan quadratic too.
+
+Work is counted, not timed (issue 36): the characters the module's regular expressions read, and the
+lines of fabric_lsp executed (tests/support/work.py). The CLI and server tests keep their timeouts
+as hang guards only; the counted tests here are the proof of linearity."""
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 import os
+import re
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from fabric_lsp.analysis.project import declared_package_roots, scan_imports
@@ -44,55 +47,160 @@ def open_parentheses(count: int) -> str:
     return f"# run {next(RUN)}\n" + CASE.read_text() + 'DOC = """\n' + "from a import (\n" * count + '"""\n'
 
 
-def analysis_seconds(tmp_path: Path, count: int) -> float:
+class _Reads:
+    """Characters read by regular expressions, added up over their calls."""
+
+    def __init__(self) -> None:
+        self.characters = 0
+        self.calls = 0
+
+    def add(self, start: int, stop: int) -> None:
+        self.calls += 1
+        self.characters += max(1, stop - start)  # a call costs at least one step
+
+
+class _CountedPattern:
+    """A compiled pattern that counts what each call reads: from where it starts to the end of the
+    match, or to the end of its range when nothing matches. (Backtracking inside one attempt is not
+    seen: the scan's patterns have no two adjacent runs and no run across a line; the dots test
+    below counts the Python loops that replaced the runs that backtracked.)"""
+
+    def __init__(self, pattern: re.Pattern, reads: _Reads) -> None:
+        self._pattern, self._reads = pattern, reads
+
+    def _read(self, string, pos: int, endpos: int, found) -> None:
+        self._reads.add(pos, found.end() if found is not None else min(endpos, len(string)))
+
+    def search(self, string, pos: int = 0, endpos: int = sys.maxsize):
+        found = self._pattern.search(string, pos, endpos)
+        self._read(string, pos, endpos, found)
+        return found
+
+    def match(self, string, pos: int = 0, endpos: int = sys.maxsize):
+        found = self._pattern.match(string, pos, endpos)
+        self._read(string, pos, endpos, found)
+        return found
+
+    def finditer(self, string, pos: int = 0, endpos: int = sys.maxsize):
+        last = pos
+        for found in self._pattern.finditer(string, pos, endpos):
+            self._reads.add(last, found.end())
+            last = found.end()
+            yield found
+        self._reads.add(last, min(endpos, len(string)))
+
+    def sub(self, repl, string, count: int = 0):
+        self._reads.add(0, len(string))
+        return self._pattern.sub(repl, string, count)
+
+    def __getattr__(self, name: str):
+        return getattr(self._pattern, name)
+
+
+class _CountedRe:
+    """analysis.project's `re`: the module-level calls (re.finditer(pattern, ...)) counted too."""
+
+    def __init__(self, reads: _Reads) -> None:
+        self._reads = reads
+
+    def compile(self, pattern, flags=0):
+        return _CountedPattern(re.compile(pattern, flags), self._reads)
+
+    def search(self, pattern, string, flags=0):
+        return self.compile(pattern, flags).search(string)
+
+    def match(self, pattern, string, flags=0):
+        return self.compile(pattern, flags).match(string)
+
+    def finditer(self, pattern, string, flags=0):
+        return self.compile(pattern, flags).finditer(string)
+
+    def sub(self, pattern, repl, string, count=0, flags=0):
+        return self.compile(pattern, flags).sub(repl, string, count)
+
+    def __getattr__(self, name: str):
+        return getattr(re, name)
+
+
+def counted_reads(monkeypatch) -> _Reads:
+    """Every compiled pattern of analysis.project (_IMPORT_START, _DOTTED, _PARENTHESIS, _COMMENT,
+    _NAMES_END, ..., and any added later) and its `re` replaced by counting ones."""
+    from fabric_lsp.analysis import project
+
+    reads = _Reads()
+    for name, value in list(vars(project).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(project, name, _CountedPattern(value, reads))
+    monkeypatch.setattr(project, "re", _CountedRe(reads))
+    return reads
+
+
+def analysis_reads(tmp_path: Path, monkeypatch, count: int) -> tuple[int, int]:
+    """(characters the import scan's patterns read while the file is analysed, the file's length)."""
     text = open_parentheses(count)
-    gc.collect()
-    gc.disable()
-    try:
-        started = time.process_time()
+    with monkeypatch.context() as patch:
+        reads = counted_reads(patch)
         findings = check_source(str(tmp_path / f"imports_{count}.py"), text, Config())
-        elapsed = time.process_time() - started
-    finally:
-        gc.enable()
     assert [f.code for f in findings] == ["FAB001"]
-    return elapsed
+    assert reads.characters >= len(text), "the scan no longer goes through the counted patterns"
+    return reads.characters, len(text)
 
 
-def test_analysis_is_linear_in_open_import_parentheses(tmp_path):
-    analysis_seconds(tmp_path, 100)  # warm up
-    small = min(analysis_seconds(tmp_path, 10_000) for _ in range(3))
-    large = min(analysis_seconds(tmp_path, 80_000) for _ in range(2))
-    # 8x the lines: ~4x now (fixed costs); the regex's search to the end of the file was ~64x.
-    assert large / small < 13, f"10k lines {small:.2f}s, 80k lines {large:.2f}s CPU: ratio {large / small:.1f}"
+def test_analysis_is_linear_in_open_import_parentheses(tmp_path, monkeypatch):
+    # Counted, not timed: what the patterns read is a few times the text at 10k and 80k lines (measured
+    # 2.1x). The old search for `)` to the end of the file from every `from a import (` read
+    # ~count/2 times the text: 5,000x at 10k lines.
+    for count in (10_000, 80_000):
+        read, length = analysis_reads(tmp_path, monkeypatch, count)
+        assert read <= 4 * length, f"{count} lines: {read:,} characters read for a text of {length:,}"
 
 
-def test_the_scan_reads_each_line_once():
-    started = time.process_time()
-    scanned = scan_imports("from a import (\n" * 40_000)
+def test_the_scan_reads_each_line_once(monkeypatch):
+    from tests.support.work import counted
+
+    text = "from a import (\n" * 40_000
+    with monkeypatch.context() as patch:
+        reads = counted_reads(patch)
+        with counted() as work:
+            scanned = scan_imports(text)
     assert len(scanned) == 40_000 and scanned[0].module == "a"
-    scanned = scan_imports("import os\nfrom " + "." * 200_000 + " x\nfrom .b import (c,  # c\n  d as e)\n")
+    assert len(text) <= reads.characters <= 4 * len(text), (reads.characters, len(text))
+    assert work.lines <= 100 * 40_000, work.lines  # Python lines per import line: a constant (measured 56)
+    # One long line: the dots are read once (the regex's adjacent optional runs backtracked over
+    # them, 0.8 s for 8,000 dots, growing with the square).
+    text = "import os\nfrom " + "." * 200_000 + " x\nfrom .b import (c,  # c\n  d as e)\n"
+    with monkeypatch.context() as patch:
+        reads = counted_reads(patch)
+        with counted() as work:
+            scanned = scan_imports(text)
     assert [(s.module, s.level, s.names) for s in scanned] == [("os", 0, ()), ("b", 1, ("c", "d"))]
-    # 0.2 s together (the dots alone took 0.8 s for 8,000 of them, growing with the square).
-    assert time.process_time() - started < 2
+    assert len(text) <= reads.characters <= 4 * len(text), (reads.characters, len(text))
+    assert work.lines <= 3 * len(text), work.lines  # two per dot (one loop's test and step)
 
 
 def test_check_of_a_640_kb_file_of_open_parentheses_is_bounded(tmp_path):
+    # The CLI end to end; the work is counted in-process above, and run_cli's timeout is only a hang
+    # guard (the old scan: 19 s of CPU here).
     (tmp_path / "train.py").write_text(open_parentheses(40_000))
     result = run_cli("check", "--no-cache", "train.py", cwd=tmp_path)
+    assert not result.timed_out
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "FAB001" in result.stdout
-    assert result.cpu_seconds < 5, f"{result.cpu_seconds:.1f} s of CPU"  # 0.5 s; it was 19 s
 
 
-def test_a_setup_cfg_of_blank_lines_is_read_in_linear_time(tmp_path):
+def test_a_setup_cfg_of_blank_lines_is_read_in_linear_time(tmp_path, monkeypatch):
     (tmp_path / "src").mkdir()
-    (tmp_path / "setup.cfg").write_text("\n" * 150_000 + "[options]\npackage_dir =\n    = src\n")
-    started = time.process_time()
+    text = "\n" * 150_000 + "[options]\npackage_dir =\n    = src\n"
+    (tmp_path / "setup.cfg").write_text(text)
+    reads = counted_reads(monkeypatch)
     assert declared_package_roots(str(tmp_path)) == [str(tmp_path / "src")]
-    assert time.process_time() - started < 2  # 0.01 s; `^\s*` over blank lines took 1.7 s for 20,000
+    # Counted: the calls read the file once (measured 1.0x). The old `^\s*` spanned the blank lines
+    # from every line start (20,000 of them: 1.7 s, growing with the square); now `^[ \t]*`.
+    assert len(text) <= reads.characters <= 4 * len(text), (reads.characters, len(text))
 
 
-async def test_server_answers_an_edit_of_such_a_file_within_a_bound(tmp_path):
+async def test_server_answers_an_edit_of_such_a_file(tmp_path):
+    # The edit's analysis is counted in-process above; diagnostics()'s timeout is only a hang guard.
     path = tmp_path / "train.py"
     path.write_text(open_parentheses(40_000))
     small = tmp_path / "small.py"
@@ -100,15 +208,12 @@ async def test_server_answers_an_edit_of_such_a_file_within_a_bound(tmp_path):
     async with session(capabilities("neovim"), [tmp_path]) as (client, _):
         uri = open_doc(client, path)
         assert [d.code for d in await diagnostics(client, uri, version=1)] == ["FAB001"]
-        started = time.monotonic()
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[types.TextDocumentContentChangePartial(
                 range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
                 text="# edited\n")]))
         assert [d.code for d in await diagnostics(client, uri, version=2)] == ["FAB001"]
-        waited = time.monotonic() - started
-        assert waited < 5, f"the edit was analysed after {waited:.1f} s"  # ~0.3 s; it was ~19 s per keystroke
         # and the server answers for other files meanwhile
         small_uri = open_doc(client, small)
         assert [d.code for d in await asyncio.wait_for(diagnostics(client, small_uri, version=1), 10)] == ["FAB001"]

@@ -6,11 +6,16 @@ traceback from /proc). Now a settings file may name record folders inside its ow
 others with the user config's consent (`record-paths`, or a trusted workspace); a check reads no
 record folder at all (extension records change no finding), and explain reads a folder's `*.json`
 files, at most MAX_RECORD_FILES of them.
+
+What a run read is counted, not timed (tests/security/audited.py: an audit hook records every file
+opened and folder listed): nothing outside the project, the user config's folder and Python's own
+files, where the old cached run listed the whole machine.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -18,13 +23,13 @@ import pytest
 
 from fabric_lsp.records.loader import MAX_RECORD_FILES
 
+from tests.security.audited import FOLDERS_BOUND, run_cli_audited
 from tests.security.hostile import REPO_ROOT, user_config_env
 from tests.security.measure import run_cli
 
 CASE = REPO_ROOT / "fixtures" / "cases" / "fab001_call_before_mark.py"
 DATA_DIR = REPO_ROOT / "server" / "fabric_lsp" / "records" / "data"
 ADDED_ID = "0badc0de0badc0de"
-CPU_BOUND = 10.0  # CPU seconds per run: measured below 1 s (the old cached run: 8 CPU-s and 64 s)
 MEMORY_BOUND_MB = 250  # measured about 40 MB (the old cached run: 438 MB)
 
 
@@ -52,14 +57,26 @@ def test_root_folder_costs_nothing_in_cached_checks(tmp_path, consent):
     repo = _repo(tmp_path / "repo", "/")
     env = user_config_env(tmp_path, 'record-paths = ["/"]\n' if consent else "")
     for run in range(2):  # the second run answers from the cache
-        result = run_cli(repo, env, "check", ".")
+        result, reads = run_cli_audited(repo, env, "check", ".")
         assert result.returncode == 1 and "FAB001" in result.stdout, result.stderr
         assert "Traceback" not in result.stderr
-        assert result.cpu_seconds < CPU_BOUND and result.peak_mb < MEMORY_BOUND_MB, (run, result)
+        assert result.peak_mb < MEMORY_BOUND_MB, (run, result)
+        # Counted, not timed: a check reads no record folder, so nothing outside (the old cached run
+        # listed every folder of the machine for its fingerprint).
+        assert reads.outside(tmp_path) == ([], []), (run, reads.outside(tmp_path))
+        assert len(set(reads.listed)) <= FOLDERS_BOUND, (run, len(set(reads.listed)))
         assert len(_notices(result.stderr, "/")) == (0 if consent else 1), result.stderr
-    explained = run_cli(repo, env, "explain", "FAB001")
+    explained, reads = run_cli_audited(repo, env, "explain", "FAB001")
     assert explained.returncode == 0 and "Traceback" not in explained.stderr, explained.stderr
-    assert explained.cpu_seconds < CPU_BOUND and explained.peak_mb < MEMORY_BOUND_MB, explained
+    assert explained.peak_mb < MEMORY_BOUND_MB, explained
+    assert len(set(reads.listed)) <= FOLDERS_BOUND, len(set(reads.listed))
+    opened, listed = reads.outside(tmp_path)
+    if consent:  # "/" itself is listed once for its own *.json files (at most MAX_RECORD_FILES), no folder below
+        assert listed == ["/"], listed
+        assert len(opened) <= MAX_RECORD_FILES and all(
+            os.path.dirname(path) == "/" and path.endswith(".json") for path in opened), opened
+    else:
+        assert (opened, listed) == ([], []), (opened, listed)
 
 
 def test_folder_outside_needs_the_user_configs_consent(tmp_path):
@@ -95,10 +112,14 @@ def test_record_files_are_capped_with_one_notice(tmp_path):
     _record_folder(repo / "kb" / "nested")
     for index in range(MAX_RECORD_FILES + 20):
         (repo / "kb" / f"r{index:04}.json").write_text("{}")
-    result = run_cli(repo, user_config_env(tmp_path), "explain", ADDED_ID)
+    result, reads = run_cli_audited(repo, user_config_env(tmp_path), "explain", ADDED_ID)
     assert result.returncode == 1, result.stderr  # the nested record is not read
     capped = [line for line in result.stderr.splitlines() if f"first {MAX_RECORD_FILES} by name" in line]
     assert len(capped) == 1, result.stderr
     refused = [line for line in result.stderr.splitlines() if "r0" in line and "field 'record'" in line]
     assert len(refused) == MAX_RECORD_FILES, len(refused)  # each file read was judged, the rest not read
-    assert result.cpu_seconds < CPU_BOUND, result
+    # Counted, not timed: the folder's files are opened once each up to the cap, the nested folder never listed.
+    read = [path for path in reads.opened if os.path.dirname(path) == str(repo / "kb")]
+    assert len(read) == len(set(read)) == MAX_RECORD_FILES, len(read)
+    assert not [path for path in reads.listed + reads.opened if path.startswith(str(repo / "kb" / "nested"))]
+    assert reads.outside(tmp_path) == ([], []), reads.outside(tmp_path)

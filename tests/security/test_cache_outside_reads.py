@@ -7,7 +7,8 @@ reported FAB001: the cache stamped only the project's own files (and the interpr
 whose modification times an edit in place does not change). Now each program's entry keeps what
 its analysis read outside the project (the library modules read as text, the folders listed to
 resolve imports), each with its modification and change times, size and inode, and a lookup
-checks them.
+checks them. What a run read is counted, not timed (tests/security/audited.py): only the project,
+the sibling folder and Python's own files.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.security.audited import FOLDERS_BOUND, run_cli_audited
 from tests.security.hostile import user_config_env
-from tests.security.measure import run_cli
 
 MODEL = '''import torch
 from torch import nn
@@ -47,7 +48,6 @@ fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp"); fabric.launch()
 policy = fabric.setup(Policy())
 policy.act(torch.randn(8, 4))
 '''
-CPU_BOUND = 20.0
 
 
 def _layout(tmp_path: Path, variant: str) -> tuple[Path, Path]:
@@ -72,9 +72,12 @@ def _layout(tmp_path: Path, variant: str) -> tuple[Path, Path]:
 
 
 def _check(project: Path, env: dict, *extra: str) -> list[dict]:
-    result = run_cli(project, env, "check", "--output-format", "json", *extra, ".", timeout=120)
+    result, reads = run_cli_audited(project, env, "check", "--output-format", "json", *extra, ".", timeout=120)
     assert "Traceback" not in result.stderr and result.returncode in (0, 1), result
-    assert result.cpu_seconds < CPU_BOUND, result.cpu_seconds
+    # Counted, not timed: stamping what the analysis read outside the project reads nothing beyond
+    # the sibling folder (and the user config beside it, under the test's folder).
+    assert reads.outside(project.parent) == ([], []), reads.outside(project.parent)
+    assert len(set(reads.listed)) <= FOLDERS_BOUND, len(set(reads.listed))
     return json.loads(result.stdout)
 
 

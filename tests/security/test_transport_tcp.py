@@ -103,16 +103,18 @@ class TcpServer:
         self.process.wait()
 
 
-def closed_without_answer(connection: socket.socket) -> tuple[bool, float]:
-    """(the server closed the connection without sending a byte, seconds it took)."""
-    started = time.monotonic()
+def closed_without_answer(connection: socket.socket) -> bool:
+    """The server closed the connection without sending a byte. Not timed: the socket's timeout is
+    only a hang guard, and a connection still open when it runs out was not closed (False)."""
     received = b""
     try:
         while chunk := connection.recv(65536):
             received += chunk
-    except (ConnectionResetError, socket.timeout):
+    except ConnectionResetError:
         pass
-    return received == b"", time.monotonic() - started
+    except socket.timeout:
+        return False
+    return received == b""
 
 
 def serves_the_real_client(server: TcpServer, root: Path, token: str = TOKEN) -> None:
@@ -141,20 +143,20 @@ def test_non_loopback_host_is_refused():
 def test_http_request_and_oversized_frame_closed_without_reading_a_body(tmp_path):
     server = TcpServer(tmp_path)
     try:
-        # A browser's cross-site POST: headers only, the announced body never comes. Closed at once,
-        # so the server did not wait for (or parse) a body.
+        # A browser's cross-site POST: headers only, the announced body never comes. Closed, and for
+        # its header ("not an LSP frame" below, not the 30 s wait for a token): the server did not
+        # wait for (or parse) a body.
         with server.connect(timeout=10) as connection:
             connection.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n")
-            closed, seconds = closed_without_answer(connection)
-            assert closed and seconds < 5
+            assert closed_without_answer(connection)
         # An LSP header announcing a huge body: closed before any of it is sent.
         with server.connect(timeout=10) as connection:
             connection.sendall(b"Content-Length: 900000000\r\n\r\n")
-            closed, seconds = closed_without_answer(connection)
-            assert closed and seconds < 5
+            assert closed_without_answer(connection)
         serves_the_real_client(server, tmp_path)
         stderr = server.stderr()
-        assert "not an LSP frame" in stderr and "Traceback" not in stderr
+        assert stderr.count("closed: not an LSP frame") == 2 and "within" not in stderr, stderr
+        assert "Traceback" not in stderr
     finally:
         server.stop()
 
@@ -172,8 +174,7 @@ def test_wrong_or_missing_token_closes_the_connection(tmp_path):
         for message in refused:
             with server.connect(timeout=10) as connection:
                 connection.sendall(message)
-                closed, seconds = closed_without_answer(connection)
-                assert closed and seconds < 5, message
+                assert closed_without_answer(connection), message
         serves_the_real_client(server, tmp_path)
         stderr = server.stderr()
         assert stderr.count("not an initialize with the right token") == len(refused)
@@ -184,15 +185,16 @@ def test_wrong_or_missing_token_closes_the_connection(tmp_path):
 
 def test_silent_connection_closed_after_the_auth_timeout(tmp_path):
     # The server's 30 s made 3 s here (SHORT_AUTH_SERVER); a server that never closes it leaves the
-    # client's 20 s socket timeout to end the wait, and fails the bound.
+    # client's 20 s socket timeout (a hang guard) to end the wait, and fails. The server's reason
+    # says the auth timeout closed it, not how long that took.
     server = TcpServer(tmp_path, auth_timeout=3)
     try:
         with server.connect(timeout=20) as connection:
             connection.sendall(b"Content-Len")  # starts like a frame, never finishes
-            closed, seconds = closed_without_answer(connection)
-            assert closed and 2.5 < seconds < 15, seconds
+            assert closed_without_answer(connection)
         serves_the_real_client(server, tmp_path)
-        assert "within 3 s" in server.stderr()
+        stderr = server.stderr()
+        assert stderr.count("closed: no initialize with the token within 3 s") == 1, stderr
     finally:
         server.stop()
 
@@ -283,10 +285,11 @@ def test_guessing_is_throttled_across_connections(tmp_path):
         parallel = guesses_answered(server, threads=8, seconds=3.0)  # new connections do not reset it
         print(f"wrong tokens answered: {sequential} in 3 s one after another, then {parallel} in 3 s by 8 guessers")
         assert parallel <= 4, parallel  # at the 2 s cap by now
-        started = time.monotonic()
-        serves_the_real_client(server, tmp_path)
-        assert time.monotonic() - started < 15  # the cap (2 s), with room for a busy machine
+        serves_the_real_client(server, tmp_path)  # its timeouts are only hang guards
         stderr = server.stderr()
-        assert "the next check waits 2 s" in stderr and "Traceback" not in stderr
+        # The wait the real client met is at most the cap: no check was delayed longer than 2 s.
+        waits = [float(wait) for wait in re.findall(r"the next check waits ([\d.]+) s", stderr)]
+        assert waits and max(waits) == 2, waits
+        assert "Traceback" not in stderr
     finally:
         server.stop()

@@ -2,11 +2,14 @@
 walk the machine (killed at 60 s, other projects' settings applied, `.fabric-lsp-cache/` created at
 their roots) and the server's project index read up to 20,000 files of it. As ruff, a link to a
 folder met in a walk is not followed (inside the tree or out of it); a link to a file is checked as
-the file it names; the walks are bounded in folders as well as files, with one notice."""
+the file it names; the walks are bounded in folders as well as files, with one notice. What the CLI
+and the server read is counted, not timed (tests/security/audited.py: every file opened, every folder
+listed): nothing outside the tree."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -14,15 +17,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "lsp"))  # lspkit
 
+import lspkit  # noqa: E402
 from lspkit import capabilities, diagnostics, open_doc, replace_text, session  # noqa: E402
 
-from tests.security.hostile import process_cpu_seconds, run_check_measured  # noqa: E402
+from tests.security.audited import FOLDERS_BOUND, audited_command, reads_in, run_cli_audited  # noqa: E402
+from tests.security.hostile import run_check_measured  # noqa: E402
 
 CASE = REPO / "fixtures" / "cases" / "fab001_call_before_mark.py"
-# `check` of this small repository costs ~0.3 CPU-s (interpreter start and imports included);
-# before, walking the machine through `rootfs` was killed at 60 s.
-CHECK_CPU_SECONDS = 6.0
-SERVER_CPU_SECONDS = 6.0
 
 
 def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
@@ -45,14 +46,20 @@ def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_check_does_not_follow_links_out_of_the_tree(tmp_path):
     repo, outside = hostile_repo(tmp_path)
-    env = {"FABRIC_LSP_CACHE_SECRET_DIR": str(tmp_path / "secret"), "FABRIC_LSP_USER_CONFIG": str(tmp_path / "none")}
+    env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    env.update(FABRIC_LSP_CACHE_SECRET_DIR=str(tmp_path / "secret"), FABRIC_LSP_USER_CONFIG=str(tmp_path / "none"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))  # git's global excludes file: $XDG_CONFIG_HOME/git/ignore
     for cached in (False, True):
-        result, cpu = run_check_measured(repo, "--format", "json", ".", timeout=30, env=env, cache=cached)
+        # The timeout is only a hang guard (walking the machine through rootfs was killed at 60 s).
+        result, reads = run_cli_audited(repo, env, "check", *([] if cached else ["--no-cache"]), "--format", "json",
+                                        ".", timeout=30)
         assert "Traceback" not in result.stderr
         assert result.returncode == 1, result.stderr[-2000:]
         reported = sorted({Path(item["filename"]).relative_to(repo).as_posix() for item in json.loads(result.stdout)})
         assert reported == ["main.py"]  # nothing through rootfs/ or sib/ (whose settings would hide FAB001)
-        assert cpu < CHECK_CPU_SECONDS, f"check took {cpu:.2f} CPU-s"
+        # Counted, not timed: no file or folder read outside the tree, through a link or otherwise.
+        assert reads.outside(repo, tmp_path / "none", tmp_path / "config") == ([], []), reads.outside(repo)
+        assert len(set(reads.listed)) <= FOLDERS_BOUND, len(set(reads.listed))
         assert "rootfs" not in result.stderr and "sib" not in result.stderr
     assert (repo / ".fabric-lsp-cache").is_dir()  # the cache is where the project is ...
     assert sorted(p.name for p in outside.iterdir()) == ["planted.py", "pyproject.toml"]  # ... and nowhere else
@@ -69,22 +76,25 @@ def test_a_linked_folder_named_on_the_command_line_is_checked(tmp_path):
     assert [Path(item["filename"]).name for item in json.loads(result.stdout)] == ["planted.py"]
 
 
-async def test_server_publishes_diagnostics_in_a_workspace_with_links_out(tmp_path):
+async def test_server_publishes_diagnostics_in_a_workspace_with_links_out(tmp_path, monkeypatch):
     repo, outside = hostile_repo(tmp_path)
     main = repo / "main.py"
-    async with session(capabilities("neovim"), [repo]) as (client, _):
-        pid = client._server.pid
+    log = tmp_path / "reads.log"  # what the server read (tests/security/audited.py), counted not timed
+    log.write_text("")
+    monkeypatch.setattr(lspkit, "SERVER_COMMAND", [*audited_command(log), "serve"])
+    config = tmp_path / "config"  # $XDG_CONFIG_HOME: git's global excludes file
+    async with session(capabilities("neovim"), [repo], env={"XDG_CONFIG_HOME": str(config)}) as (client, _):
         uri = open_doc(client, main)
         found = await diagnostics(client, uri, version=1)
         assert [d.code for d in found] == ["FAB001"]
-        opened = process_cpu_seconds(pid)
-        assert opened < SERVER_CPU_SECONDS, f"the server spent {opened:.2f} CPU-s to the first diagnostics"
+        assert reads_in(log).outside(repo, config) == ([], []), reads_in(log).outside(repo, config)
         for version in range(2, 6):  # keystrokes: the index is not walked through the links again
             replace_text(client, uri, version, main.read_text() + f"\n# edit {version}\n")
             found = await diagnostics(client, uri, version=version)
             assert [d.code for d in found] == ["FAB001"]
-        edits = process_cpu_seconds(pid) - opened
-        assert edits < SERVER_CPU_SECONDS, f"4 edits took {edits:.2f} CPU-s"
+        reads = reads_in(log)
+        assert reads.outside(repo, config) == ([], []), reads.outside(repo, config)
+        assert len(set(reads.listed)) <= FOLDERS_BOUND, len(set(reads.listed))
     assert sorted(p.name for p in outside.iterdir()) == ["planted.py", "pyproject.toml"]
 
 
