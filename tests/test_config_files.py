@@ -797,3 +797,31 @@ def test_names_no_file_can_have(tmp_path):
     assert compose_hydra(str(conf), "config", str(tmp_path), ["a\x00=1"]) is None
     # A character YAML refuses: the problem names its line in the program.
     assert load_text("a: 1\nb: \x00\n", "yaml", str(tmp_path / "p.py"), 5).problem.startswith(f"{tmp_path / 'p.py'}:6:")
+
+
+def test_target_scan_reads_regular_files_inside_the_project_only(tmp_path):
+    """project.config_imports (a script's `_target_` modules, read as text before any parse): a FIFO named
+    `x.yaml` blocked `check` for ever (it was opened with open()), and `config_path="../.."` walked and read
+    folders outside the project."""
+    from fabric_lsp.analysis.project import config_imports
+
+    outside = _write(tmp_path / "outside", {"evil.yaml": "_target_: stolen.Thing\n"})
+    project = tmp_path / "project"
+    conf = _write(project / "conf", {"config.yaml": "_target_: models.Net\n"})
+    (conf / "linked.yaml").symlink_to(outside / "evil.yaml")
+    os.mkfifo(conf / "fifo.yaml")
+    script = project / "main.py"
+    text = ('import hydra\nfrom hydra.utils import instantiate\n'
+            '@hydra.main(config_path="conf", config_name="config")\ndef a(cfg): instantiate(cfg)\n'
+            '@hydra.main(config_path="../outside", config_name="evil")\ndef b(cfg): instantiate(cfg)\n')
+    script.write_text(text)
+    found = config_imports(str(script), text, str(project))
+    assert [(item.module, item.names) for item in found] == [("models", ("Net",))]
+    # The whole command: it ends (the timeout is only a hang guard) with the FIFO still there.
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent / "server")
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (project / "main.py").write_text(text + "from lightning.fabric import Fabric\n")
+    done = subprocess.run([sys.executable, "-m", "fabric_lsp", "check", "--no-cache", "."], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -924,6 +924,15 @@ _PARAMETER_FREE = frozenset("torch.nn." + name for name in (
     "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample",
     "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ReflectionPad2d", "ReplicationPad2d", "ConstantPad2d",
     "CosineSimilarity", "PairwiseDistance", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
+    # Losses: a `weight=`/`pos_weight=` tensor is a buffer, never a parameter (TripletMarginWithDistanceLoss is
+    # not here: its distance_function may be a module that has some).
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss",
+    "MarginRankingLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+    "CosineEmbeddingLoss", "MultiMarginLoss", "TripletMarginLoss",
+    "Threshold", "GLU", "LogSigmoid", "Softmax2d", "Hardshrink", "Softshrink", "FeatureAlphaDropout",
+    "ChannelShuffle", "Fold", "Unfold", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "ZeroPad1d", "ZeroPad3d", "ReflectionPad1d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad3d",
+    "ConstantPad1d", "ConstantPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
 ))
 
 

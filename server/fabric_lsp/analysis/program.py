@@ -29,6 +29,7 @@ from fabric_lsp.analysis.project import (
     Resolver,
     ScannedImport,
     is_origin,
+    names_fabric_class,
     scan_imports,
     sys_path_literals,
     config_imports,
@@ -62,7 +63,7 @@ _file_entries: dict[str, FileEntry] = {}
 
 
 
-def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry | None:
+def file_entry(path: str, overlays: dict[str, str], max_size: int, root: str | None = None) -> FileEntry | None:
     """Text, origin flag and imports of a project file (None when unreadable or too large)."""
     text = overlays.get(path)
     identity = ("buffer", id(text)) if text is not None else ("disk", disk_identity(path))
@@ -75,8 +76,10 @@ def file_entry(path: str, overlays: dict[str, str], max_size: int) -> FileEntry 
         if decoded is None:
             return None
         text = decoded.text
-    entry = FileEntry(path, identity, text, is_origin(text), scan_imports(text) + config_imports(path, text),
-                      sys_path_literals(text))
+    configured = config_imports(path, text, root)
+    # A script whose configuration's `_target_` is Fabric makes one (`fabric = instantiate(cfg.fabric)`).
+    entry = FileEntry(path, identity, text, is_origin(text) or names_fabric_class(configured),
+                      scan_imports(text) + configured, sys_path_literals(text))
     with _files_lock:
         _file_entries[path] = entry
     return entry
@@ -716,7 +719,7 @@ def plan_project(root: str, checked: list[str], overlays: dict[str, str], librar
     paths = walked + [path for path in checked if path not in known and not known.add(path)]
     entries: dict[str, FileEntry] = {}
     for path in paths:
-        entry = file_entry(path, overlays, max_file_size)
+        entry = file_entry(path, overlays, max_file_size, root)
         if entry is not None:
             entries[path] = entry
             if entry.inserted:

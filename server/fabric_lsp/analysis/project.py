@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from fabric_lsp.analysis.imports import LIBRARY_ROOTS
+from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, LIBRARY_ROOTS
 from fabric_lsp.sources.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
 
 try:
@@ -185,41 +185,64 @@ _CONFIG_PATH = re.compile(r"""config_path\s*=\s*[ru]?(["'])([^"'\n]{0,300})\1"""
 _YAML_LITERAL = re.compile(r"""[ru]?(["'])([^"'\n]{1,300}\.ya?ml)\1""")
 _TARGET = re.compile(r"""^[ \t-]*_target_\s*:\s*["']?([A-Za-z_][\w.]*)""", re.M)
 _MAX_CONFIG_FILES = 200  # YAML files read for one script's `_target_` classes
+_MAX_CONFIG_FOLDERS = 1000  # folders walked for them
 _MAX_CONFIG_SCAN = 1 << 20  # bytes read of each
 
 
-def config_imports(path: str, text: str) -> list:
+def config_imports(path: str, text: str, root: str | None = None) -> list:
     """What a script that instantiates configurations (`hydra.utils.instantiate(cfg.model)`) imports through
     their `_target_` strings: the modules named in the YAML files of its hydra config folder
     (`config_path=...`) and of the YAML paths it names, read as text (bounded). Without them the class a
-    `_target_` builds would sit outside the script's program."""
+    `_target_` builds would sit outside the script's program. Only folders and files inside the project
+    (`root`; else the script's folder) are read, regular files only (a FIFO named `x.yaml` would block),
+    at most _MAX_CONFIG_FILES files and _MAX_CONFIG_FOLDERS folders."""
     if "instantiate" not in text or ("config_path" not in text and ".yaml" not in text and ".yml" not in text):
         return []
     folder = os.path.dirname(os.path.abspath(path))
+    real_root = os.path.realpath(root or folder)
     files: list[str] = []
+    folders = 0
     for match in _CONFIG_PATH.finditer(text):
         base = os.path.normpath(os.path.join(folder, match.group(2)))
-        for directory, subdirectories, names in os.walk(base):
+        if not _inside(base, real_root):
+            continue
+        for directory, subdirectories, names in os.walk(base):  # links to folders are not followed
+            folders += 1
             subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
-            if directory.count(os.sep) - base.count(os.sep) > 6:
+            if directory.count(os.sep) - base.count(os.sep) > 6 or folders >= _MAX_CONFIG_FOLDERS:
                 subdirectories[:] = []
             files.extend(os.path.join(directory, n) for n in sorted(names) if n.endswith((".yaml", ".yml")))
-            if len(files) >= _MAX_CONFIG_FILES:
+            if len(files) >= _MAX_CONFIG_FILES or folders >= _MAX_CONFIG_FOLDERS:
                 break
     for match in _YAML_LITERAL.finditer(text):
         files.append(os.path.normpath(os.path.join(folder, match.group(2))))
     found: dict[str, ScannedImport] = {}
     for file in files[:_MAX_CONFIG_FILES]:
+        if not _inside(file, real_root):
+            continue
         try:
-            with open(file, "rb") as handle:
-                content = handle.read(_MAX_CONFIG_SCAN).decode("utf-8", "replace")
-        except OSError:
+            content = read_text(file, _MAX_CONFIG_SCAN, prefix=True)
+        except OSError:  # unreadable, or not a regular file (FileRefused)
             continue
         for target in _TARGET.findall(content):
             module, _, name = target.rpartition(".")
             if module and name:
                 found.setdefault(target, ScannedImport(module, 0, (name,)))
     return list(found.values())
+
+
+def _inside(path: str, real_root: str) -> bool:
+    """Whether `path`, links and `..` resolved, is `real_root` or below it."""
+    real = os.path.realpath(path)
+    try:
+        return os.path.commonpath([real, real_root]) == real_root
+    except ValueError:
+        return False
+
+
+def names_fabric_class(imported: list) -> bool:
+    """Whether a configuration's `_target_` builds a Fabric (config_imports): the script then makes one."""
+    return any(f"{item.module}.{name}" in FABRIC_CLASS_NAMES for item in imported for name in item.names)
 
 
 @dataclass(frozen=True)

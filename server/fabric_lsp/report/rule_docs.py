@@ -414,10 +414,12 @@ PROSE: dict[str, RuleProse] = {
             "Finds `fabric.setup(m)` / `fabric.setup_module(m)` where `m` has no parameter that requires a "
             "gradient on every way the analysis sees to the call: a copy or model frozen before its setup "
             "(`copy.deepcopy(model).requires_grad_(False)`, `vae.requires_grad_(False)`, `for p in m.parameters(): "
-            "p.requires_grad = False`, a helper such as `freeze(m)` that does one of these to its argument), or an "
-            "instance of a project class that holds only buffers, only `nn.Parameter(..., requires_grad=False)`, "
-            "or no parameter at all (its attributes all read from its methods, its bases the project's or "
-            "`nn.Module`)."
+            "p.requires_grad = False`, a helper such as `freeze(m)` that does one of these to its argument), an "
+            "instance of a project class whose `__init__` ends by freezing it (`self.requires_grad_(False)`, a "
+            "perceptual-loss network), an instance of a project class that holds only buffers, only "
+            "`nn.Parameter(..., requires_grad=False)`, or no parameter at all (its attributes all read from its "
+            "methods, its bases the project's or `nn.Module`), or a torch module that owns none (`nn.BCELoss()`, "
+            "`nn.CrossEntropyLoss(weight=w)`: a weight is a buffer)."
         ),
         why=(
             "Under a DDP strategy Fabric wraps the module in torch's `DistributedDataParallel`, which refuses a "
@@ -429,8 +431,9 @@ PROSE: dict[str, RuleProse] = {
             "reported under it):"
         ),
         not_reported=(
-            "A module of which part still trains (`model.encoder.requires_grad_(False)` then `setup(model)`), one "
-            "frozen after its setup, one frozen on some ways to the setup but not on others, a module the analysis "
+            "A module of which part still trains (`model.encoder.requires_grad_(False)` then `setup(model)`; or "
+            "frozen whole, then part of it switched back on: `model.head.requires_grad_(True)`, a loop over "
+            "`named_parameters()` that sets `requires_grad = True` on some), one frozen after its setup, one frozen on some ways to the setup but not on others, a module the analysis "
             "cannot read (an argument of unknown class, a library model that was not frozen in the program), and "
             "any strategy that does not use DistributedDataParallel (single device, FSDP, DeepSpeed, XLA)."
         ),

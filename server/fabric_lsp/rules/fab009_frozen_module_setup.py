@@ -15,6 +15,7 @@ from fabric_lsp.analysis.facts import ddp_refusal
 from fabric_lsp.analysis.values import LAUNCH_MACHINE, SINGLE
 from fabric_lsp.findings import Applicability, Finding, Fix, Related, Severity, TextEdit
 from fabric_lsp.rules.base import RuleModule, record_id, under_choice, where
+from fabric_lsp.rules.first_error import stopping
 
 CODE = "FAB009"
 NAME = "frozen-module-setup"
@@ -24,7 +25,7 @@ _MESSAGE = "DistributedDataParallel is not needed when a module doesn't have any
 def check(facts: ProgramFacts) -> list[Finding]:
     findings = []
     for fact in facts.frozen_setups:
-        finding = _finding(facts, fact)
+        finding = stopping(_finding(facts, fact), facts.source(fact.path).tree, fact.node)  # DDP refuses it there
         if finding is not None:
             findings.append(finding)
     return findings
@@ -115,6 +116,25 @@ model = fabric.setup_module(model)
 ema = copy.deepcopy(model.module).requires_grad_(False)
 ema = fabric.to_device(ema)
 ''',
+    # Frozen whole, then part of it switched back on (a head; adapters picked by name): part of it trains.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+model.requires_grad_(False)
+model[1].requires_grad_(True)
+model = fabric.setup_module(model)
+adapted = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+for parameter in adapted.parameters():
+    parameter.requires_grad = False
+for name, parameter in adapted.named_parameters():
+    if name.startswith("1."):
+        parameter.requires_grad = True
+adapted = fabric.setup_module(adapted)
+''',
     # Frozen after its setup: DDP wrapped it while it trained.
     '''
 import torch.nn as nn
@@ -156,6 +176,34 @@ vae = fabric.setup_module(vae)
 )
 
 INVALID = (
+    # A class that freezes itself at the end of its `__init__`; a torch loss owns no parameter.
+    '''
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+class PerceptualLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.requires_grad_(False)
+        self.eval()
+
+    def forward(self, a, b):
+        return (self.net(a) - self.net(b)).abs().mean()
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+criterion = fabric.setup_module(PerceptualLoss())  # expect: FAB009 error
+''',
+    '''
+import torch
+import torch.nn as nn
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cpu", devices=1, strategy="ddp")
+fabric.launch()
+criterion = fabric.setup_module(nn.CrossEntropyLoss(weight=torch.ones(3)))  # expect: FAB009 error
+''',
     '''
 import copy
 import torch.nn as nn

@@ -19,8 +19,9 @@ import ast
 import os
 
 from fabric_lsp.analysis.flow_state import _Call
+from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES
 from fabric_lsp.analysis.values import (
-    Choice, Class, ConfigNode, Const, const, JUST_UNKNOWN, Lib, Module, NOTHING, Special, UNKNOWN,
+    Choice, Class, ConfigNode, Const, const, FabricValue, JUST_UNKNOWN, Lib, Module, NOTHING, Special, UNKNOWN,
 )
 
 # Library calls that read a configuration: name -> (the kind of text, where the text is: "path" (a file
@@ -246,12 +247,18 @@ class ConfigValues:
             if not isinstance(target, str) or "${" in target:
                 found.add(UNKNOWN)
                 continue
+            keywords = [(key, self.config_child(node, key)) for key in data if isinstance(key, str) and not key.startswith("_")]
+            keywords += [(name, values) for name, values in call.kwargs if name != "config"]
+            if target in FABRIC_CLASS_NAMES:
+                # `_target_: lightning.fabric.Fabric`: a Fabric made with the configuration's keys (a
+                # command-line override of them is a run-time choice, as for any value of the file).
+                self._record_configured_fabric(call, keywords)
+                found.add(FabricValue(call.node, call.frame.scope.path, variant=call.frame.variant))
+                continue
             cls = self._target_class(target, call.frame.scope.path)
             if not isinstance(cls, Class) or cls.external:
                 found.add(UNKNOWN)
                 continue
-            keywords = [(key, self.config_child(node, key)) for key in data if isinstance(key, str) and not key.startswith("_")]
-            keywords += [(name, values) for name, values in call.kwargs if name != "config"]
             built = _Call(call.node, call.func_expr, [], keywords, call.frame, call.depth + 1)
             found.update(self._construct(cls, built))
         return frozenset(found)

@@ -259,6 +259,18 @@ class FabricSemantics:
                     self.write(("fabric_kw", key, spread), item)
                     self.write(("fabric_spread", key), frozenset({const(spread)}))
 
+    def _record_configured_fabric(self, call: "_Call", keywords: list) -> None:
+        """A Fabric a configuration makes (`instantiate(cfg.fabric)`, `_target_: lightning.fabric.Fabric`):
+        its keys are the constructor's keywords, as for `Fabric(**config)` of a dict whose keys are seen."""
+        site = call.node
+        self.write(("fabric_call", site), frozenset({Special("fabric_call", None, call.frame.scope.path)}))
+        key = _site_key(site, call.frame.variant)
+        self.write(("fabric_configured", key), frozenset({const(True)}))
+        for name, values in keywords:
+            if name is not None:
+                self.write(("fabric_kw", key, name), values)
+                self.write(("fabric_spread", key), frozenset({const(name)}))
+
     def strategy(self, fabric: FabricValue) -> Strategy:
         """The strategy of a Fabric object, from the arguments its constructor got (after the solve);
         for a subclass whose __init__ calls `super().__init__(...)`, from the arguments of that call."""
@@ -281,6 +293,16 @@ class FabricSemantics:
         """(keyword -> values, keyword -> its source text) of a Fabric constructor call (after the
         solve); None for `Fabric(**config)` whose keys cannot all be seen."""
         keywords: dict[str, frozenset] = {}
+        if self.peek(("fabric_configured", _site_key(node, variant))):  # _record_configured_fabric
+            key = _site_key(node, variant)
+            texts = {}
+            for name in self.ordered(self.peek(("fabric_spread", key))):
+                if isinstance(name.value, str):
+                    keywords[name.value] = values = self.peek(("fabric_kw", key, name.value)) or JUST_UNKNOWN
+                    chosen = [v for v in self.ordered(values) if isinstance(v, Choice)]
+                    if chosen:  # what messages show for `devices=...`: the configuration's value and file
+                        texts[name.value] = " or ".join(dict.fromkeys(choice_description(c) for c in chosen))
+            return keywords, texts
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
                 name = keyword.arg if keyword.arg is not None else "**"

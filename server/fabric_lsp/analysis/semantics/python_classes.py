@@ -23,7 +23,7 @@ from fabric_lsp.analysis.flow_state import (
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, normalize_torch_name
 from fabric_lsp.analysis.libraries import models as library_models
 from fabric_lsp.analysis.semantics.fabric import _FABRIC_API
-from fabric_lsp.analysis.semantics.torch import _OUTPUT_DETACHING
+from fabric_lsp.analysis.semantics.torch import _OUTPUT_DETACHING, self_freeze
 from fabric_lsp.analysis.libraries.torch_facts import library_module_facts, nn_module_attributes
 from fabric_lsp.analysis.values import (
     Choice,
@@ -328,6 +328,10 @@ class PythonClasses:
         for function in init or ():
             if not function.external:
                 self._call_function(function.scope, [(False, frozenset({receiver}))] + call.args, call.kwargs, call.node, frame)
+        if isinstance(made, Instance) and init and len(init) == 1 and not init[0].external:
+            freeze = self_freeze(init[0].scope)  # `self.requires_grad_(False)` last in `__init__`: built frozen
+            if freeze is not None:
+                made = self._frozen_variant(made, (init[0].scope.path, freeze))
         return frozenset({made})
 
     def _inherited_fields(self, mro) -> tuple[str, ...] | None:

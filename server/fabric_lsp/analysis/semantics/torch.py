@@ -114,6 +114,11 @@ class TorchSemantics:
         if not frozen:
             return  # nothing frozen in this solve (the common case)
         env = frame.env
+        if func_expr[0] == "attr" and func_expr[2] == "requires_grad_" and func_expr[1][0] in ("attr", "sub") \
+                and not _all_false(arg_exprs, kwarg_exprs):
+            # `model.fc.requires_grad_(True)` after `model.requires_grad_(False)`: part of it trains again
+            self._thaw(func_expr[1], frame)
+            return
         exprs = [argument[1] if argument[0] == "star" else argument for argument in arg_exprs]
         exprs += [argument for _, argument in kwarg_exprs]
         if func_expr[0] == "attr" and func_expr[2] not in _NOT_THAWING_METHODS:
@@ -135,6 +140,10 @@ class TorchSemantics:
             return
         name = target[1] if target[0] == "name" else (
             target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
+        if name is not None and self._frozen_values and any(unfreezes(each, name) for each in body):
+            # `for n, p in model.named_parameters(): if "lora" in n: p.requires_grad = True`: some train again
+            self._thaw(source[1][1], frame)
+            return
         if name is None or not any(_freezes_name(each, name) for each in body):
             return
         modules = self.ev(source[1][1], frame)
@@ -310,6 +319,12 @@ def _compiled(value, how=True):
     return value
 
 
+def _all_false(arg_exprs, kwarg_exprs) -> bool:
+    """`requires_grad_(False)` / `requires_grad_(requires_grad=False)` as written."""
+    given = [argument for argument in arg_exprs] + [argument for name, argument in kwarg_exprs if name == "requires_grad"]
+    return given == [("const", False)]
+
+
 def _root_name(expr: tuple) -> str | None:
     """`model` for `model`, `model.head`, `model.layers[0]`, `get_layer(model)`... no: the name an expression
     reads first (`a.b[c].d` -> `a`); None when it starts elsewhere."""
@@ -349,6 +364,57 @@ def _freezing_parameters(scope) -> tuple[int, ...]:
                     found.append(index)
     known = scope.__dict__["_fabric_lsp_freezes"] = tuple(sorted(set(found)))
     return known
+
+
+def self_freeze(scope) -> object:
+    """The AST node of the statement by which `__init__` freezes its own module last (`self.requires_grad_(False)`,
+    or the loop over `self.parameters()` setting `requires_grad = False`), at the top of its body, with only calls
+    of the module API's reading or moving methods on `self` after it; None otherwise (read from the IR once)."""
+    known = scope.__dict__.get("_fabric_lsp_self_freeze", 0)
+    if known != 0:
+        return known
+    found = None
+    if scope.params and scope.params[0].kind == "positional":
+        name = scope.params[0].name
+        for statement in scope.body or ():
+            if _freezes_name(statement, name):
+                found = statement[1][4] if statement[0] == "expr" else None
+                continue
+            if statement[0] == "for" and statement[2][0] == "call" and statement[2][1][0] == "attr" \
+                    and statement[2][1][1] == ("name", name) and statement[2][1][2] in ("parameters", "named_parameters"):
+                target = statement[1]
+                loop_name = target[1] if target[0] == "name" else (
+                    target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
+                if loop_name is not None and any(_freezes_name(each, loop_name) for each in statement[3]):
+                    found = statement[2][4]
+                    continue
+            if found is not None and not (statement[0] == "expr" and statement[1][0] == "call"
+                                          and statement[1][1][0] == "attr" and statement[1][1][1] == ("name", name)
+                                          and statement[1][1][2] in _NOT_THAWING_METHODS
+                                          and statement[1][1][2] != "requires_grad_"):
+                found = None  # a layer attached or a parameter switched on after the freeze
+    scope.__dict__["_fabric_lsp_self_freeze"] = found
+    return found
+
+
+def unfreezes(statement, name: str) -> bool:
+    """Does this statement (nested ones included) set `name.requires_grad` to anything but a literal False, or
+    call `name.requires_grad_(...)` with anything but it (a loop that switches some parameters back on)?"""
+    stack = [statement]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, (tuple, list)):
+            continue
+        if item and item[0] == "assign" and len(item) > 2 and item[2] != ("const", False) and isinstance(item[1], (list, tuple)) \
+                and any(isinstance(t, tuple) and t[:1] == ("attr",) and t[1] == ("name", name) and t[2] == "requires_grad"
+                        for t in item[1]):
+            return True
+        if item and item[0] == "call" and len(item) > 2 and isinstance(item[1], tuple) and item[1][:1] == ("attr",) \
+                and item[1][1] == ("name", name) and item[1][2] == "requires_grad_" \
+                and list(item[2]) != [("const", False)]:
+            return True
+        stack.extend(part for part in item if isinstance(part, (tuple, list)))
+    return False
 
 
 # Calls that neither change a module's parameters nor attach layers to it (FAB009 keeps it frozen across them).
