@@ -161,3 +161,28 @@ async def test_client_without_resolve_gets_edits_inline(tmp_path):
         assert '    model.mark_forward_method("generate")  # expect: FAB003 error\n' in new_text
         replace_text(client, uri, 2, new_text)
         assert await diagnostics(client, uri, version=2) == []
+
+
+async def test_fix_all_waits_for_the_analysis_of_the_text_being_saved(tmp_path):
+    """Fix-all on save asked right after an edit, while the edited text is still being analysed (a document
+    whose analysis takes seconds): the answer holds every fix of that text. A 2-second limit on that wait
+    answered without them under load (VS Code then saved the notebook unfixed)."""
+    from tests.security.test_bounds_server import big_source
+
+    path = tmp_path / "big.py"
+    text = big_source(60_000)  # one FAB001 per pair of lines: ~900 findings, a second or more to analyse
+    path.write_text(text)
+    async with session(capabilities("visual-studio-code"), [tmp_path]) as (client, init):
+        encoding = encoding_of(init)
+        uri = open_doc(client, path)
+        edited = text + "# edited\n"
+        replace_text(client, uri, 2, edited)
+        actions = await code_actions(client, uri, [], only=["source.fixAll"])  # version 2 is not analysed yet
+        assert [a.kind for a in actions] == [FIX_ALL]
+        fix_all = await resolved(client, actions[0])
+        fixed = apply_edits(edited, edits_by_uri(fix_all.edit)[uri][1], encoding)
+        found = await diagnostics(client, uri, version=2)
+        assert len(found) > 500 and {d.code for d in found} == {"FAB001"}
+        assert fixed.count(".mark_forward_method(") == edited.count(".mark_forward_method(") + len(found)
+        replace_text(client, uri, 3, fixed)
+        assert await diagnostics(client, uri, version=3) == []

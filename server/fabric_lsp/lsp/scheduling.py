@@ -315,14 +315,6 @@ class AnalysisScheduler:
             await waiter
         return None
 
-    async def settled_result(self, doc: Document, timeout: float) -> AnalysisResult | None:
-        """The current result, or after `timeout` the last one if it is for the current version."""
-        try:
-            return await asyncio.wait_for(self.current_result(doc), timeout)
-        except asyncio.TimeoutError:
-            result = doc.result
-            return result if result is not None and result.version == doc.version else None
-
     # -- shutdown -------------------------------------------------------------------------------
     def stop_analysis(self) -> None:
         self.analysis_pool.shutdown(wait=False, cancel_futures=True)

@@ -20,7 +20,7 @@ async def hover(ls: FabricLanguageServer, params: types.HoverParams) -> types.Ho
     if found is None or not found[0].is_python:
         return None
     doc, uri = found
-    result = await ls.settled_result(doc, timeout=2.0)
+    result = await ls.current_result(doc)  # the current text's findings: no wall-clock limit changes the answer
     if isinstance(doc, NotebookDocument):
         cell = doc.cell_docs.get(uri)
         if cell is None:
