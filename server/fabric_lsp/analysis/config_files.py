@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from fabric_lsp.sources.files import read_bytes, reason
+from fabric_lsp.sources.files import resolves_inside as _inside
 
 MAX_CONFIG_BYTES = 1 << 20  # bigger files are not read
 MAX_DEPTH = 32  # containers nested in one another
@@ -104,15 +105,6 @@ class _Unreadable(Exception):
 
 def _real_root(root: str) -> str:
     return os.path.realpath(os.path.abspath(root))
-
-
-def _inside(path: str, real_root: str) -> bool:
-    """Whether `path`, links and `..` resolved, is `real_root` or below it."""
-    real = os.path.realpath(path)
-    try:
-        return os.path.commonpath([real, real_root]) == real_root
-    except ValueError:  # another drive (Windows)
-        return False
 
 
 def _kind_of(path: str) -> str:

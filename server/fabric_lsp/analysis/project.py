@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from fabric_lsp.analysis.imports import FABRIC_CLASS_NAMES, LIBRARY_ROOTS
 from fabric_lsp.sources.files import MAX_SETTINGS_BYTES, disk_identity, read_bytes, read_text
+from fabric_lsp.sources.files import resolves_inside as _inside
 
 try:
     import tomllib
@@ -229,15 +230,6 @@ def config_imports(path: str, text: str, root: str | None = None) -> list:
             if module and name:
                 found.setdefault(target, ScannedImport(module, 0, (name,)))
     return list(found.values())
-
-
-def _inside(path: str, real_root: str) -> bool:
-    """Whether `path`, links and `..` resolved, is `real_root` or below it."""
-    real = os.path.realpath(path)
-    try:
-        return os.path.commonpath([real, real_root]) == real_root
-    except ValueError:
-        return False
 
 
 def names_fabric_class(imported: list) -> bool:

@@ -86,6 +86,15 @@ def read_pth_lines(path: str | os.PathLike[str]) -> list[str]:
     return read_text(path, MAX_PTH_BYTES).splitlines()[:MAX_PTH_LINES]
 
 
+def resolves_inside(path: str, real_root: str) -> bool:
+    """Whether `path`, links and `..` resolved, is `real_root` (itself resolved) or below it."""
+    real = os.path.realpath(path)
+    try:
+        return os.path.commonpath([real, real_root]) == real_root
+    except ValueError:  # another drive (Windows)
+        return False
+
+
 def disk_identity(path: str) -> tuple[int, int, int, int] | None:
     """What tells a file's or a folder's state: modification and change times, size, inode (None:
     missing). A rewrite keeping the size and the modification time (`cp -p`, `rsync -t`) still

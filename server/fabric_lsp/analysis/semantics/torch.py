@@ -138,8 +138,7 @@ class TorchSemantics:
         target, source, body = statement[1], statement[2], statement[3]
         if source[0] != "call" or source[1][0] != "attr" or source[1][2] not in ("parameters", "named_parameters"):
             return
-        name = target[1] if target[0] == "name" else (
-            target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
+        name = _loop_variable(target)
         if name is not None and self._frozen_values and any(unfreezes(each, name) for each in body):
             # `for n, p in model.named_parameters(): if "lora" in n: p.requires_grad = True`: some train again
             self._thaw(source[1][1], frame)
@@ -355,15 +354,29 @@ def _freezing_parameters(scope) -> tuple[int, ...]:
         for index, name in enumerate(names):
             if _freezes_name(statement, name):
                 found.append(index)
-            elif statement[0] == "for" and statement[2][0] == "call" and statement[2][1][0] == "attr" \
-                    and statement[2][1][1] == ("name", name) and statement[2][1][2] in ("parameters", "named_parameters"):
-                target = statement[1]
-                loop_name = target[1] if target[0] == "name" else (
-                    target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
-                if loop_name is not None and any(_freezes_name(each, loop_name) for each in statement[3]):
-                    found.append(index)
+            elif _freezing_parameter_loop(statement, name) is not None:
+                found.append(index)
     known = scope.__dict__["_fabric_lsp_freezes"] = tuple(sorted(set(found)))
     return known
+
+
+def _loop_variable(target) -> str | None:
+    """The parameter's name a loop binds: `p` of `for p in ...` and of `for name, p in ...`."""
+    if target[0] == "name":
+        return target[1]
+    return target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None
+
+
+def _freezing_parameter_loop(statement, name: str):
+    """The call node of `for p in <name>.parameters(): p.requires_grad = False` (or `named_parameters()`, or
+    `p.requires_grad_(False)`) when the statement is that loop; None otherwise."""
+    if statement[0] != "for" or statement[2][0] != "call" or statement[2][1][0] != "attr" \
+            or statement[2][1][1] != ("name", name) or statement[2][1][2] not in ("parameters", "named_parameters"):
+        return None
+    loop_name = _loop_variable(statement[1])
+    if loop_name is None or not any(_freezes_name(each, loop_name) for each in statement[3]):
+        return None
+    return statement[2][4]
 
 
 def self_freeze(scope) -> object:
@@ -380,14 +393,10 @@ def self_freeze(scope) -> object:
             if _freezes_name(statement, name):
                 found = statement[1][4] if statement[0] == "expr" else None
                 continue
-            if statement[0] == "for" and statement[2][0] == "call" and statement[2][1][0] == "attr" \
-                    and statement[2][1][1] == ("name", name) and statement[2][1][2] in ("parameters", "named_parameters"):
-                target = statement[1]
-                loop_name = target[1] if target[0] == "name" else (
-                    target[1][-1][1] if target[0] == "tuple" and target[1] and target[1][-1][0] == "name" else None)
-                if loop_name is not None and any(_freezes_name(each, loop_name) for each in statement[3]):
-                    found = statement[2][4]
-                    continue
+            loop = _freezing_parameter_loop(statement, name)
+            if loop is not None:
+                found = loop
+                continue
             if found is not None and not (statement[0] == "expr" and statement[1][0] == "call"
                                           and statement[1][1][0] == "attr" and statement[1][1][1] == ("name", name)
                                           and statement[1][1][2] in _NOT_THAWING_METHODS
