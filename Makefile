@@ -98,10 +98,13 @@ $(STAMP_NODE24):
 	touch $@
 
 # code-server needs Node 24 to build, and node-gyp must use Node 24's headers (the machine's npmrc names others).
+CODE_SERVER_INSTALL = PATH="$(NODE24_DIR)/bin:$$PATH" npm_config_nodedir="$(NODE24_DIR)" \
+	npm install --prefix $(TOOLS)/code-server --no-audit --no-fund --loglevel=error code-server@$(CODE_SERVER_VERSION)
 $(STAMP_CODE_SERVER): $(STAMP_NODE24) | apt-packages
 	@echo "== code-server $(CODE_SERVER_VERSION) into $(TOOLS)/code-server (builds native modules: a few minutes)"
-	PATH="$(NODE24_DIR)/bin:$$PATH" npm_config_nodedir="$(NODE24_DIR)" \
-		npm install --prefix $(TOOLS)/code-server --no-audit --no-fund --loglevel=error code-server@$(CODE_SERVER_VERSION)
+	$(CODE_SERVER_INSTALL) || { echo "== code-server: npm install failed (npm's tarball extraction sometimes loses \
+		files under load: TAR_ENTRY_ERROR, then 'binding.gyp not found'); once more from nothing"; \
+		rm -rf $(TOOLS)/code-server && $(CODE_SERVER_INSTALL); }
 	touch $@
 
 $(STAMP_CLIENT): vscode-client/package-lock.json
