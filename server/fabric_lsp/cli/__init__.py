@@ -20,26 +20,83 @@ Additions to the stable contract: `--hints` (hint-level findings are off in the 
 From ruff (issue 29): `--add-noqa`, `--exit-non-zero-on-fix`, `--isolated`, `--cache-dir`
 (FABRIC_LSP_CACHE_DIR), `--watch`, `--output-format json-lines|rdjson`, `explain CODE CODE ...`.
 `explain` exits 1 when the message matches no record (2 for a code-shaped query that names no rule).
+
+`fabric-lsp --version` and `fabric-lsp serve` over stdio (no other option than `--stdio` or
+`--clientProcessId N`) skip the parser and its imports (the settings, the cache, the report formats):
+the version is printed as argparse prints it, and the server answers `initialize` before pygls is even
+imported (lsp/early_initialize.py; issue 36).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import logging
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import TYPE_CHECKING
 
-from fabric_lsp.cli.arguments import PROG, UsageError, build_parser, command_line, unknown_command
-from fabric_lsp.cli.output import NoticeHandler, say
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, NoReturn, Sequence
 
 __all__ = ["PROG", "UsageError", "build_parser", "main", "run"]
+_PROG = "fabric-lsp"  # arguments.PROG, without importing the parser (tests/lsp/test_lsp_early_initialize.py)
+_LAZY = ("PROG", "UsageError", "build_parser")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from fabric_lsp.cli import arguments
+
+        return getattr(arguments, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def plain_stdio_serve(arguments: Sequence[str]) -> bool:
+    """`serve` with nothing but `--stdio` and `--clientProcessId N` (what editors append): the parser
+    would read it as stdio with nothing else to check."""
+    if not arguments or arguments[0] != "serve":
+        return False
+    rest = list(arguments[1:])
+    while rest:
+        token = rest.pop(0)
+        if token == "--stdio":
+            continue
+        if token == "--clientProcessId" and rest and rest[0].isdigit():
+            rest.pop(0)
+        elif not (token.startswith("--clientProcessId=") and token.partition("=")[2].isdigit()):
+            return False
+    return True
+
+
+def _reconfigure_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments == ["--version"]:
+        from fabric_lsp.version import __version__
+
+        sys.stdout.write(f"{_PROG} {__version__}\n")
+        return 0
+    if plain_stdio_serve(arguments):
+        _reconfigure_streams()
+        gc.set_threshold(100_000, 50, 100)  # as below
+
+        def serve(_: Any) -> int:
+            from fabric_lsp.lsp.early_initialize import serve_stdio
+
+            return serve_stdio()
+
+        return _run_command(serve, None)
+    import logging
+
+    from fabric_lsp.cli.arguments import PROG, build_parser, command_line, unknown_command
+    from fabric_lsp.cli.output import NoticeHandler, say
+
+    parser = build_parser()
     if "-h" not in arguments and "--help" not in arguments and (unknown := unknown_command(arguments)):
         parser.print_usage(sys.stderr)
         say(unknown)
@@ -52,9 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         say(f"{PROG}: error: a command is required (check, explain, rules, serve)")
         return 2
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+    _reconfigure_streams()
     # The analysis allocates many small, short-lived, acyclic values (freed by reference counting)
     # next to a large, long-lived heap (syntax trees, the program's tables): with CPython's default
     # thresholds the collector keeps scanning that heap, and its full passes showed as 0.5-1 s
@@ -77,12 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger("fabric_lsp").removeHandler(notices)
 
 
-def _run_command(handler, args: argparse.Namespace) -> int:
+def _run_command(handler, args: argparse.Namespace | None) -> int:
     try:
         return handler(args)
-    except UsageError as error:
-        say(f"{PROG}: error: {error}")
-        return 2
     except BrokenPipeError:  # output piped into `head`
         try:
             sys.stdout = open(os.devnull, "w")
@@ -92,6 +144,12 @@ def _run_command(handler, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        from fabric_lsp.cli.arguments import PROG, UsageError
+        from fabric_lsp.cli.output import say
+
+        if isinstance(error, UsageError):
+            say(f"{PROG}: error: {error}")
+            return 2
         say(f"{PROG}: error: internal error")
         from fabric_lsp.checking import traceback_lines
 
@@ -108,7 +166,8 @@ def run() -> NoReturn:
     code = main()
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         sys.exit(code)  # the server's own exit path (LSP `exit`) stays as it is
-    logging.shutdown()
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -61,6 +61,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tcp = (host, int(port))
     elif args.token is not None:
         raise UsageError("--token: only with --tcp")
+    if tcp is None:  # `initialize` answered before pygls is imported (lsp/early_initialize.py)
+        from fabric_lsp.lsp.early_initialize import serve_stdio
+
+        return serve_stdio()
     from fabric_lsp.lsp.server import run
 
     return run(tcp, token)

@@ -12,6 +12,9 @@ a request after `shutdown`. It also pops a `window/showMessage` at the user for 
 - a notification's method sent as a request: -32600;
 - anything else goes to pygls (unknown methods: -32601 there).
 
+When `initialize` was answered before pygls was imported (early_initialize.py), pygls' own answer to
+it is dropped (`early_answer`), after a comparison with the answer sent.
+
 It also drops the finished futures pygls 2.1 keeps for every notification (a leak of each keystroke's
 params; see `_forget_finished_futures`).
 
@@ -23,6 +26,7 @@ the server's handler, which keeps the cells' text itself.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -49,6 +53,15 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
+def _response_id(data: Any) -> Any:
+    """The id of a response (a result or an error) pygls is about to send, else None."""
+    if isinstance(data, dict):
+        return data.get("id") if "method" not in data else None
+    if hasattr(data, "method") or not (hasattr(data, "result") or hasattr(data, "error")):
+        return None
+    return getattr(data, "id", None)
+
+
 def _why_unstructurable(error: BaseException) -> str:
     """The first concrete reason cattrs gives, with where it is (cattrs nests exception groups and
     notes the attribute path on each)."""
@@ -72,6 +85,9 @@ class FabricProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initialize_received = False
+        # (id, result) of the `initialize` answered early (early_initialize.py): pygls' answer to it
+        # is not sent again
+        self.early_answer: tuple[Any, Any] | None = None
 
     # -- documents: the server keeps them (documents.py) --------------------------------------
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
@@ -115,6 +131,28 @@ class FabricProtocol(LanguageServerProtocol):
             yield handler, (params,), None
 
     # -- messages -------------------------------------------------------------------------------
+    def _send_data(self, data: Any) -> None:
+        early = self.early_answer
+        if early is not None and _response_id(data) == early[0]:
+            self.early_answer = None
+            self._compare_early_answer(data, early[1])
+            return
+        super()._send_data(data)
+
+    def _compare_early_answer(self, data: Any, sent: Any) -> None:
+        """pygls' answer to the `initialize` answered early, which is dropped: it must be the same."""
+        try:
+            message = json.loads(json.dumps(data, default=self._serialize_message))
+        except Exception as error:
+            log.error("initialize: pygls' answer could not be read (%s: %s)", type(error).__name__, error)
+            return
+        if "error" in message:
+            log.error("initialize: answered early, but pygls refused it: %.500s", json.dumps(message["error"]))
+        elif message.get("result") != sent:
+            log.error("initialize: the early answer differs from pygls' (run python -m "
+                      "fabric_lsp.lsp.early_initialize_gen): sent %.2000s, pygls %.2000s",
+                      json.dumps(sent, sort_keys=True), json.dumps(message.get("result"), sort_keys=True))
+
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         # pygls' ResponseErrorMessage drops an `id` of None; JSON-RPC wants `"id": null` there
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": _short(message)}})

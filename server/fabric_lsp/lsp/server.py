@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 from fabric_lsp.lsp.handlers import register_all
 from fabric_lsp.lsp.handlers.commands import EXPLAIN_COMMAND, RECHECK_COMMAND
@@ -78,13 +79,23 @@ def _configure_logging() -> None:
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
 
-def run(tcp: tuple[str, int] | None = None, token: str | None = None) -> int:
+def run(
+    tcp: tuple[str, int] | None = None,
+    token: str | None = None,
+    *,
+    stdin: Any = None,
+    stdout: Any = None,
+    answered: tuple[Any, Any] | None = None,
+) -> int:
     """Serve one client over stdio (or TCP); the exit status follows LSP (1 after `exit` without
-    `shutdown`)."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    `shutdown`). `answered`: the (id, result) of the `initialize` already answered on stdout
+    (early_initialize.serve_stdio, which passes `stdin` with that request's bytes first)."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
     _configure_logging()
     server = create_server()
+    server.protocol.early_answer = answered
     try:
         if tcp is not None:
             server.start_tcp(*tcp, token or "")

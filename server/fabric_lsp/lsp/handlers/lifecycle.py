@@ -98,6 +98,10 @@ def initialize(ls: FabricLanguageServer, params: types.InitializeParams) -> None
     package_logger.addHandler(ls._log_handler)
     encoding = encoding_name(ls.workspace.position_encoding)
     ls.features = client_features(params.capabilities, encoding)
+    # First, before anything that could fail: the capabilities answered depend on it alone (the early
+    # answer, lsp/early_initialize.py, is computed from the same client capabilities).
+    if ls.features.pull_diagnostics:
+        diagnostics.register_pull(ls)
     ls.initialization_options = params.initialization_options
     folders = folders_from(params)
     ls.set_folders(folders)
@@ -113,8 +117,6 @@ def initialize(ls: FabricLanguageServer, params: types.InitializeParams) -> None
     problems = [p for s in ls.settings.values() for p in s.problems]
     if problems:
         ls._spawn(_show_later(ls, problems))
-    if ls.features.pull_diagnostics:
-        diagnostics.register_pull(ls)
     if params.process_id:
         ls._spawn(_watch_client_process(params.process_id))
 
