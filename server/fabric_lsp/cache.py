@@ -388,6 +388,7 @@ class FindingsCache:
         self.hits = 0
         self.program_hits = 0
         self._lock = threading.Lock()
+        self.jedi = JediAnswers(folder, secret)  # jedi's answers, in the same folder (read when asked)
 
     @classmethod
     def open(cls, config: Config, python: str, cwd: str | None = None, runnable: bool = False,
@@ -521,12 +522,169 @@ class FindingsCache:
             self.dirty = True
 
     def save(self) -> None:
+        self.jedi.save()
         if not self.dirty:
             return
         body = json.dumps({"schema": SCHEMA, "projects": self.projects}, separators=(",", ":")).encode()
         with contextlib.suppress(OSError):
             self.folder.write(self.name, sign(self.secret, self.name, body))
             self.dirty = False
+
+
+# ---------------------------------------------------------------------------------------------
+# jedi's answers about installed packages
+
+JEDI_SCHEMA = 1
+MAX_JEDI_ANSWERS = 4096  # per file (project root, interpreter, tool): the oldest are dropped beyond
+MAX_JEDI_READS = 4096  # files one answer may depend on; an answer that read more is not kept
+MAX_JEDI_FILE_SIZE = 16 * 1024 * 1024
+
+
+def _identity_json(identity) -> list | None:
+    return list(identity) if identity is not None else None
+
+
+class JediAnswers:
+    """What jedi answered about names of installed packages (analysis.workspace.Workspace
+    .module_attribute), kept in the findings cache folder so that the next `check` does not ask
+    again: one signed file per (project root, analysis interpreter with its sys.path, tool),
+
+        .fabric-lsp-cache/<version>/jedi-<keyed fingerprint>.json
+
+    named like the findings files (HMAC of the per-user secret: a committed or another user's file is
+    never used; read through CacheFolder: no link, FIFO or oversized file). The interpreter's
+    fingerprint (its sys.path folders, its site-packages and .pth files: any install or uninstall)
+    is part of the name. Each answer also keeps the disk identity (sources.files.disk_identity) of
+    every file jedi parsed for it, of the folders holding them, of the module asked about and of the
+    files of the answer, and which entries of the project root could shadow a top-level package it
+    imported: it is used only while all of them are unchanged, so it is what jedi would answer.
+    Answers are added, never trusted blindly: a corrupted file is ignored and replaced."""
+
+    def __init__(self, folder: CacheFolder, secret: bytes) -> None:
+        self.folder = folder
+        self.secret = secret
+        self._files: dict[str, dict] = {}  # file name -> key -> entry (read on first use)
+        self._names: dict[int, tuple[object, str]] = {}  # id(workspace) -> (workspace, file name)
+        self.fresh: dict[str, dict] = {}  # file name -> key -> entry, added by this process
+        self.hits = 0
+        self._lock = threading.Lock()
+
+    def _name(self, workspace) -> str:
+        known = self._names.get(id(workspace))
+        if known is not None and known[0] is workspace:
+            return known[1]
+        interpreter = workspace.interpreter
+        key = hmac.new(self.secret, json.dumps([
+            "jedi", os.path.realpath(workspace.jedi_root), tool_fingerprint(),
+            interpreter_fingerprint(interpreter.python, interpreter.runnable), list(workspace.jedi_sys_path),
+        ]).encode(), hashlib.sha256).hexdigest()[:32]
+        name = f"jedi-{key}.json"
+        self._names[id(workspace)] = (workspace, name)
+        return name
+
+    def _read(self, name: str) -> dict:
+        try:
+            data = self.folder.read(name)
+            if len(data) > MAX_JEDI_FILE_SIZE:
+                return {}
+            body = verified_body(self.secret, name, data)
+            loaded = json.loads(body) if body is not None else None
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            return {}  # missing, a link, a FIFO, a device, too large, corrupted: ignored (and replaced)
+        if not isinstance(loaded, dict) or loaded.get("schema") != JEDI_SCHEMA:
+            return {}
+        answers = loaded.get("answers")
+        return {key: entry for key, entry in answers.items() if isinstance(entry, dict)} if isinstance(answers, dict) else {}
+
+    def _answers(self, name: str) -> dict:
+        with self._lock:
+            answers = self._files.get(name)
+            if answers is None:
+                answers = self._files[name] = self._read(name)
+                answers.update(self.fresh.get(name, {}))
+            return answers
+
+    @staticmethod
+    def _key(module_path: str, name: str) -> str:
+        return f"{module_path}\0{name}"
+
+    def lookup(self, workspace, module_path: str, name: str):
+        """(definitions, notice or None) as jedi answered for `name` of `module_path`, if every file
+        it depends on is unchanged; else None (jedi is asked)."""
+        from fabric_lsp.analysis.workspace import Definition
+
+        entry = self._answers(self._name(workspace)).get(self._key(module_path, name))
+        if entry is None:
+            return None
+        try:
+            reads = entry["reads"]
+            if not isinstance(reads, list) or not unchanged_on_disk((str(path), identity) for path, identity in reads):
+                return None
+            if entry["shadows"] != workspace.root_shadows(entry["tops"]):
+                return None
+            found = tuple(Definition(str(path), int(line), int(column), str(kind), None if full is None else str(full))
+                          for path, line, column, kind, full in entry["found"])
+            note = entry["note"]
+            if note is not None and not isinstance(note, str):
+                return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # an entry of another shape: as if absent
+        self.hits += 1
+        return found, note
+
+    def remember(self, workspace, module_path: str, name: str, found, note: str | None, reads, tops) -> None:
+        """Keep jedi's answer with the disk identities of what it depends on (taken now, after
+        jedi read the files: a file changed meanwhile only makes the answer stale next time)."""
+        from fabric_lsp.sources.files import disk_identity
+
+        paths = set(reads) | {module_path} | {definition.path for definition in found}
+        paths |= {os.path.dirname(path) for path in list(paths)}
+        if len(paths) > MAX_JEDI_READS:
+            return
+        tops = sorted(tops)
+        entry = {
+            "found": [[d.path, d.line, d.column, d.kind, d.full_name] for d in found],
+            "note": note,
+            "reads": [[path, _identity_json(disk_identity(path))] for path in sorted(paths)],
+            "tops": tops,
+            "shadows": workspace.root_shadows(tops),
+        }
+        name_of_file = self._name(workspace)
+        key = self._key(module_path, name)
+        self._answers(name_of_file)[key] = entry
+        with self._lock:
+            self.fresh.setdefault(name_of_file, {})[key] = entry
+
+    def take_fresh(self) -> dict:
+        """The answers this process added (a forked worker sends them to its parent: merge)."""
+        with self._lock:
+            fresh, self.fresh = self.fresh, {}
+        return fresh
+
+    def merge(self, fresh: dict) -> None:
+        with self._lock:
+            for name, entries in fresh.items():
+                if isinstance(entries, dict):
+                    self.fresh.setdefault(name, {}).update(entries)
+                    if name in self._files:
+                        self._files[name].update(entries)
+
+    def save(self) -> None:
+        """Write each file with new answers: what is on disk now (another run may have added some)
+        with ours over it, the oldest dropped beyond MAX_JEDI_ANSWERS, replaced atomically."""
+        fresh = self.take_fresh()
+        for name, entries in fresh.items():
+            answers = self._read(name)
+            for key, entry in entries.items():
+                answers.pop(key, None)
+                answers[key] = entry
+            while len(answers) > MAX_JEDI_ANSWERS:
+                answers.pop(next(iter(answers)))
+            body = json.dumps({"schema": JEDI_SCHEMA, "answers": answers}, separators=(",", ":")).encode()
+            if len(body) > MAX_JEDI_FILE_SIZE:
+                continue
+            with contextlib.suppress(OSError):
+                self.folder.write(name, sign(self.secret, name, body))
 
 
 def stamps_for(paths: Iterable[str], checked: str) -> list[list]:

@@ -172,6 +172,12 @@ _SYNTAX: list[tuple[str, str, object, object]] = []
 
 SYNTAX_TASK = -1
 TIMING_TASK = -2  # a worker's measurements for `check -v` (fabric_lsp.timing), sent with its results
+JEDI_TASK = -3  # the jedi answers a worker added (cache.JediAnswers), merged into its parent's
+
+
+# The stores of jedi's answers the run's workspaces use (cache.JediAnswers, one per findings cache),
+# inherited by forked workers, which send what they add back (JEDI_TASK): the parent writes them.
+_JEDI_STORES: list = []
 
 
 SYNTAX_TASK_CHARS = 1 << 20  # about 0.1 s of parsing per task
@@ -196,7 +202,16 @@ def _run_tasks(tasks: list[tuple[int, list[int]]], config: Config | None = None)
     if before is not None:
         done.append((TIMING_TASK, 0, timing.take()))
         timing.merge(before)
+    fresh = [(index, store.take_fresh()) for index, store in enumerate(_JEDI_STORES)]
+    fresh = [(index, answers) for index, answers in fresh if answers]
+    if fresh:
+        done.append((JEDI_TASK, 0, fresh))
     return done
+
+
+def _merge_jedi(fresh) -> None:
+    for index, answers in fresh:
+        _JEDI_STORES[index].merge(answers)
 
 
 class ProgramResults:
@@ -213,6 +228,12 @@ class ProgramResults:
 
     def cache_for(self, root: str) -> FindingsCache | None:
         return self.caches.get(root, self.cache)
+
+    def jedi_for(self, root: str):
+        """Where the workspace of the project at `root` keeps jedi's answers between runs (the
+        folder of its findings cache: cache.JediAnswers), or None."""
+        cache = self.cache_for(root)
+        return cache.jedi if cache is not None else None
 
     def lookup(self, root: str, key: str) -> tuple[dict[str, tuple[Finding, ...]], tuple[str, ...]] | None:
         interpreter = self.interpreters.get(root)
@@ -268,6 +289,7 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (token, number) -> (root, program key)
     broken: dict[str, tuple[Finding, ...]] = {}  # path -> its invalid-syntax entries (report/syntax.py)
     unjudged: dict[str, tuple[str, ...]] = {}  # path -> notices of syntax that cannot be judged here
+    attached: list = []  # the workspaces given the run's store of jedi answers (cache.JediAnswers)
     try:
         for group_config, group in groups:
             sources: dict[str, DecodedFile] = {}
@@ -278,7 +300,14 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
             if not texts:
                 continue
             absolute = {os.path.abspath(p): t for p, t in texts.items()}
-            plan = plan_for(sorted(absolute), group_config, workspace_for(group_config, next(iter(absolute))), absolute)
+            workspace = workspace_for(group_config, next(iter(absolute)))
+            plan = plan_for(sorted(absolute), group_config, workspace, absolute)
+            store = programs.jedi_for(plan.root) if programs is not None else None
+            if store is not None and workspace.answers is None:
+                workspace.answers = store  # for this run only (detached below)
+                attached.append(workspace)
+                if store not in _JEDI_STORES:
+                    _JEDI_STORES.append(store)
             for path, source in sources.items():  # ruff reports every file that does not parse
                 kept = programs.syntax(plan.root, os.path.abspath(path)) if programs is not None else None
                 if kept is None:
@@ -305,12 +334,16 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     except Exception as error:
         _PLANS.clear()
         _SYNTAX.clear()
+        _detach(attached)
         message = internal_error(error)
         return [FileResult(path, error=message) for path in paths]
     try:
         for token, number, results in _solve_tasks(tasks, None, workers, jobs, len(paths), forkable):
             if token == TIMING_TASK:
                 timing.merge(results)
+                continue
+            if token == JEDI_TASK:
+                _merge_jedi(results)
                 continue
             if token == SYNTAX_TASK:
                 _syntax_results(results, broken, unjudged)
@@ -324,6 +357,8 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
         for token, number, results in _run_tasks([(token, numbers) for token, numbers, _ in tasks]):
             if token == TIMING_TASK:
                 timing.merge(results)
+            elif token == JEDI_TASK:
+                _merge_jedi(results)
             elif token == SYNTAX_TASK:
                 _syntax_results(results, broken, unjudged)
             else:
@@ -331,11 +366,20 @@ def check_files(paths: Sequence[str], config: Config | ConfigResolver, jobs: int
     finally:
         _PLANS.clear()
         _SYNTAX.clear()
+        _detach(attached)
     for path, entries in broken.items():
         found[path] = replace(found[path], findings=tuple(sorted(found[path].findings + entries, key=sort_key)))
     for path, notes in unjudged.items():
         found[path] = replace(found[path], analysis_notices=tuple(dict.fromkeys(found[path].analysis_notices + notes)))
     return [found[path] for path in paths]
+
+
+def _detach(workspaces: list) -> None:
+    """The run is over: its workspaces (kept by the engine for later calls, which may be made without
+    a cache) no longer use its store of jedi answers; the findings cache writes it (FindingsCache.save)."""
+    for workspace in workspaces:
+        workspace.answers = None
+    _JEDI_STORES.clear()
 
 
 def _syntax_results(results: list[FileResult], broken: dict, unjudged: dict) -> None:

@@ -402,8 +402,11 @@ class Program:
         if source is None:
             return False
         bindings = _module_bindings(source.tree)
-        if STAR in bindings:
-            return False  # jedi follows star imports; so must the answer
+        if STAR in bindings and not any(statement in source.tree.body for statement in bindings.get(name, ())):
+            # jedi follows star imports, unless the module binds the name itself where it is always
+            # reached (a top-level statement: its own names come first, jedi's finder.filter_name):
+            # `from ._generator import Generator` in numpy.random, which also has `from .mtrand import *`
+            return False
         bound = False
         for statement in bindings.get(name, ()):
             if isinstance(statement, ast.ImportFrom):

@@ -11,7 +11,6 @@ each answer is bounded by counting jedi's inference steps, never by time.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import re
@@ -33,9 +32,11 @@ MAX_PYVENV_CFG_BYTES = 64 * 1024
 # virtual environment is recognised here from its pyvenv.cfg (what site.venv() does, minus the .pth
 # processing it would run) and its own site-packages are listed instead of the base ones. The venv's
 # lib/pythonX.Y/site-packages is named outright: Debian's site.getsitepackages() gives a prefix its
-# dist-packages folders, where a venv of Debian's python has none.
+# dist-packages folders, where a venv of Debian's python has none. The list is printed with ascii()
+# (a literal read back by ast.literal_eval, every path exact, surrogates included): importing json
+# there (re, enum, collections) was half of the probe's 40 ms, the fixed cost of `--python`.
 _SYS_PATH_PROBE = (
-    "import json, os, site, sys\n"
+    "import os, site, sys\n"
     "exe_dir = os.path.dirname(os.path.abspath(sys.executable))\n"
     "prefixes, user, own = list(site.PREFIXES), True, []\n"
     "for conf in (os.path.join(exe_dir, 'pyvenv.cfg'), os.path.join(os.path.dirname(exe_dir), 'pyvenv.cfg')):\n"
@@ -54,7 +55,7 @@ _SYS_PATH_PROBE = (
     "paths = [p for p in sys.path if p]\n"
     "for p in [p for p in own if os.path.isdir(p)] + site.getsitepackages(prefixes) + ([site.getusersitepackages()] if user else []):\n"
     "    if p not in paths: paths.append(p)\n"
-    "print(json.dumps(paths))\n"
+    "print(ascii(paths))\n"
 )
 
 
@@ -117,9 +118,7 @@ def _probe_interpreter(python: str) -> tuple[tuple[str, ...] | None, str | None]
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"cannot run it: {getattr(exc, 'strerror', None) or exc}"
     try:
-        paths = json.loads(completed.stdout)
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise ValueError("not a list of folders")
+        paths = _literal_paths(completed.stdout)
     except ValueError:
         last = next((line.strip() for line in reversed(completed.stderr.splitlines()) if line.strip()), "")
         said = f": {last[:200]}" if last else ""
@@ -132,6 +131,22 @@ def _probe_interpreter(python: str) -> tuple[tuple[str, ...] | None, str | None]
         if path.endswith("site-packages") and os.path.isdir(path):
             expanded.extend(_pth_paths(path))
     return tuple(dict.fromkeys(expanded)), None
+
+
+def _literal_paths(printed: str) -> list[str]:
+    """The probe's answer: one line, a list literal of strings (ValueError when it is not one)."""
+    import ast
+
+    text = printed.strip()
+    if not text.startswith("[") or len(text) > 4 * 1024 * 1024:
+        raise ValueError("not a list of folders")
+    try:
+        paths = ast.literal_eval(text)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        raise ValueError("not a list of folders") from None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise ValueError("not a list of folders")
+    return paths
 
 
 interpreter_sys_path.cache_clear = _probe_interpreter.cache_clear  # type: ignore[attr-defined]
@@ -341,6 +356,16 @@ _counting = threading.local()
 _hook_lock = threading.Lock()
 _hooked = False
 
+# jedi.Script objects made (one per question actually put to jedi), in this process: what the tests
+# of the persistent answers (cache.JediAnswers) count.
+_scripts_made = 0
+
+
+def jedi_questions_asked() -> int:
+    """How many questions this process has put to jedi itself (answers kept in memory or read from
+    the findings cache folder are not counted)."""
+    return _scripts_made
+
 
 def _install_step_counter() -> bool:
     """Count jedi's steps (node inferences through jedi.inference.syntax_tree.infer_node, import
@@ -355,13 +380,48 @@ def _install_step_counter() -> bool:
             from jedi.inference import imports, syntax_tree
         except ImportError:
             return False
+        try:
+            from jedi.inference import InferenceState
+        except ImportError:
+            return False
         targets = [(syntax_tree, "infer_node"), (imports, "import_module"), (imports.Importer, "follow")]
         if any(getattr(owner, name, None) is None for owner, name in targets):
             return False
+        if getattr(InferenceState, "parse_and_get_code", None) is None:
+            return False
         for owner, name in targets:
             setattr(owner, name, _counted(getattr(owner, name)))
+        imports.import_module = _recording_imports(imports.import_module)
+        InferenceState.parse_and_get_code = _recording_parses(InferenceState.parse_and_get_code)
         _hooked = True
         return True
+
+
+def _recording_parses(function):
+    """Record each file jedi parses while a question is asked in this thread (what the answer was
+    read from: the persistent answers are checked against these files' disk identities)."""
+    def parse_and_get_code(self, code=None, path=None, *args, **kwargs):
+        reads = getattr(_counting, "reads", None)
+        if reads is not None:
+            file_io = kwargs.get("file_io")
+            for where in (path, getattr(file_io, "path", None), getattr(file_io, "_zip_path", None)):
+                if where is not None:
+                    reads.add(os.path.abspath(os.fspath(where)))
+        return function(self, code, path, *args, **kwargs)
+
+    return parse_and_get_code
+
+
+def _recording_imports(function):
+    """Record the top-level names jedi imports during a question: a project folder or module of
+    such a name (the project root is first on jedi's sys.path) would change the answer."""
+    def import_module(inference_state, import_names, parent_module_value, *args, **kwargs):
+        tops = getattr(_counting, "tops", None)
+        if tops is not None and parent_module_value is None and import_names:
+            tops.add(str(import_names[0]))
+        return function(inference_state, import_names, parent_module_value, *args, **kwargs)
+
+    return import_module
 
 
 def _counted(function):
@@ -390,6 +450,9 @@ class Workspace:
         self._lock = threading.RLock()
         self._answers: dict[tuple[str, str], tuple[Definition, ...]] = {}
         self._probe_started = False
+        # Answers kept between runs (cache.JediAnswers), set by `check` while the findings cache is
+        # on; None: jedi is asked (and its answers kept in memory only).
+        self.answers = None
 
     def probe_interpreter_soon(self) -> None:
         """The server, before the workspace's first analysis: its interpreter's sys.path is asked for
@@ -414,41 +477,82 @@ class Workspace:
                     self.problems.append(
                         f"interpreter {self.python!r}: no sys.path (cannot be run or read); analysing against {sys.executable}"
                     )
-                    sys_path = interpreter_sys_path(sys.executable)
-                root = self.root or os.getcwd()
+                root = self.jedi_root
                 self._project = jedi.Project(
                     root,
                     environment_path=sys.executable,
-                    sys_path=list(sys_path or ()),
+                    sys_path=list(self.jedi_sys_path),
                     smart_sys_path=True,
                     load_unsafe_extensions=False,
                 )
             return self._project
+
+    @property
+    def jedi_root(self) -> str:
+        """The folder jedi's project is made for (first on jedi's sys.path)."""
+        return self.root or os.getcwd()
+
+    @property
+    def jedi_sys_path(self) -> tuple[str, ...]:
+        """The sys.path jedi is given: the interpreter's, else ours."""
+        return tuple(self.library_path)
+
+    def root_shadows(self, tops) -> list[str]:
+        """The entries of jedi's project root that could be imported as one of the top-level names
+        `tops` (`name`, `name.py`, `name.cpython-311-....so`): the root is first on jedi's sys.path."""
+        tops = set(tops)
+        try:
+            names = os.listdir(self.jedi_root)
+        except OSError:
+            return ["?"]  # unreadable: never the same as a stored listing
+        return sorted(entry for entry in names if entry.partition(".")[0] in tops)
 
     def module_attribute(self, module_path: str, name: str, notes: list[str] | None = None) -> tuple[Definition, ...]:
         """Where `name`, read from the library module at `module_path`, is defined, as jedi finds it
         (following re-exports, lazy loaders with TYPE_CHECKING imports, stubs). Each question gets a
         fresh jedi Script (its own inference state), so the answer and the steps it takes are the
         same on every run. Asked for library files only; answers are kept for the workspace's life
-        (a program counts its questions itself: analysis.program.Program.ask_jedi)."""
+        (a program counts its questions itself: analysis.program.Program.ask_jedi), and between runs
+        when `self.answers` is set (cache.JediAnswers: `check` with its findings cache): an answer
+        stored there is used while every file jedi read for it, and the folders holding them, are
+        unchanged on disk, so it is the answer jedi would give."""
         key = (module_path, name)
         if key in self._answers:
             return self._answers[key]
         dotted = self._dotted(module_path)
-        if dotted is None or not name.isidentifier() or not _install_step_counter():
+        if dotted is None or not name.isidentifier():
+            return ()
+        answers = self.answers
+        if answers is not None:
+            with timing.phase("cache"):
+                stored = answers.lookup(self, module_path, name)
+            if stored is not None:  # what jedi answered last time, its files unchanged since
+                found, message = stored
+                if message is not None and notes is not None:
+                    notes.append(message)
+                self._answers[key] = found
+                return found
+        if not _install_step_counter():
             return ()
         found: tuple[Definition, ...] = ()
+        message = None
+        kept = True  # a jedi failure is not kept between runs (it may not happen again)
+        reads: set[str] = set()
+        tops: set[str] = set()
         try:
             import jedi
 
+            global _scripts_made
             code = f"import {dotted}\n{dotted}.{name}\n"
             with self._lock, timing.phase("jedi"):
+                _scripts_made += 1
                 script = jedi.Script(code=code, project=self.project)
                 _counting.left = JEDI_STEPS_PER_QUESTION
+                _counting.reads, _counting.tops = reads, tops
                 try:
                     names = script.goto(2, len(dotted) + 1, follow_imports=True)
                 finally:
-                    _counting.left = None
+                    _counting.left = _counting.reads = _counting.tops = None
             found = tuple(
                 Definition(str(item.module_path), item.line, item.column, item.type, item.full_name)
                 for item in names
@@ -462,7 +566,11 @@ class Workspace:
                 notes.append(message)
         except Exception as exc:  # jedi failure degrades to "unknown", never a crash
             log.info("jedi could not look up %s.%s: %s", dotted, name, exc)
+            kept = False
         self._answers[key] = found
+        if answers is not None and kept:
+            with timing.phase("cache"):
+                answers.remember(self, module_path, name, found, message, reads, tops)
         return found
 
     def _dotted(self, module_path: str) -> str | None:
