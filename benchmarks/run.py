@@ -4,7 +4,7 @@ printed as one table. Ratios compare figures taken in the same run (these machin
     python benchmarks/run.py              # the table (about 9 minutes)
     python benchmarks/run.py --quick      # fewer edits and samples, to try the harness
     python benchmarks/run.py --record     # also write benchmarks/RESULTS.md (date, commit, machine)
-    python benchmarks/run.py --only libs  # only some steps' rows (startup, edits, cold, check, memory, real, libs)
+    python benchmarks/run.py --only libs  # only some steps' rows (startup, edits, cold, check, memory, real, libs, fabric)
 
 The `libs` rows need `.venv-libs` (`make libs`, which `make test` runs): without it they say so.
 
@@ -233,6 +233,41 @@ def bench_real(quick: bool) -> list[dict]:
     return rows
 
 
+def bench_fabric(quick: bool) -> list[dict]:
+    """Issue 36: Fabric-heavy public projects (benchmarks/fabric_bench.py), check vs ruff check --select ALL."""
+    import fabric_bench
+
+    say("== Fabric-heavy projects: check --no-cache --python <this interpreter> vs ruff check --select ALL --no-cache, then cached")
+    if check_bench.ruff_executable() is None:
+        return [row("Fabric-heavy projects", "ruff not installed (make bench installs it)", "-", False)]
+    runs = 3 if quick else 5
+    rows = []
+    for name, where, tree in fabric_bench.trees():
+        if tree is None:
+            say(f"   {name}: not available ({where}; see benchmarks/fabric_bench.py)")
+            rows.append(row(f"Fabric-heavy, {name} ({where})", "not available (benchmarks/fabric_bench.py says how to provide it)",
+                            "-", None))
+            continue
+        say(f"== {name} ({where}): {runs} pairs uncached, {runs} cached")
+        result = fabric_bench.bench_tree(tree, runs)
+        say(f"   {result}")
+        uncached_holds, cached_holds = fabric_bench.holds(result)
+        u, c = result["uncached"], result["cached"]
+        label = f"Fabric-heavy, {name} ({where}; {result['files']} files, {result['fabric_files']} naming Fabric)"
+        rows.append(row(f"{label}: check --no-cache vs ruff --no-cache",
+                        f"{u['a']:.2f} s vs {u['b']:.2f} s = {u['ratio']:.2f}x; {result['findings']} findings",
+                        f"<= {fabric_bench.UNCACHED_RATIO:.0f}x (or <= {fabric_bench.ABSOLUTE} s where ruff < {fabric_bench.RUFF_FAST} s)",
+                        uncached_holds))
+        after = ", ".join(f"{seconds:.2f}" for seconds in result["after_ruff_creates_its_cache"])
+        rows.append(row(f"{label}: cached re-run vs ruff's cached run",
+                        f"{c['a']:.2f} s vs {c['b']:.2f} s = {c['ratio']:.2f}x (check's next runs after ruff makes "
+                        f".ruff_cache anew: {after} s)", f"<= {fabric_bench.CACHED_RATIO:.0f}x", cached_holds))
+        rows.append(row(f"{label}: findings identical ({', '.join(result['compared'])})",
+                        f"{'yes' if result['identical'] else 'NO'} ({result['findings']} findings)", "identical",
+                        result["identical"]))
+    return rows
+
+
 def bench_libs(quick: bool) -> list[dict]:
     """Issue 25: transformers, peft, timm, open_clip, torchvision, diffusers and sentence-transformers
     installed in the analysis interpreter (.venv-libs, from `make libs`)."""
@@ -402,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer edits and samples")
     parser.add_argument("--record", action="store_true", help="write benchmarks/RESULTS.md")
-    parser.add_argument("--only", choices=("startup", "edits", "cold", "check", "memory", "real", "libs"), action="append",
+    parser.add_argument("--only", choices=("startup", "edits", "cold", "check", "memory", "real", "libs", "fabric"), action="append",
                         help="run only these steps (repeatable)")
     args = parser.parse_args(argv)
     if args.record and args.only:
@@ -413,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows: list[dict] = []
     steps = {"startup": bench_startup, "edits": bench_edits, "cold": bench_cold, "check": bench_check, "memory": bench_memory, "real": bench_real,
-             "libs": bench_libs}
+             "libs": bench_libs, "fabric": bench_fabric}
     for name, step in steps.items():
         if args.only and name not in args.only:
             continue
