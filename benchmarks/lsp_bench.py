@@ -135,7 +135,8 @@ def cold_start(base: Path, text: str, env_extra: dict[str, str] | None = None, f
 
 def initialize_time(base: Path, runs: int = 5) -> dict:
     """A new server process each run: seconds from spawning it to the `initialize` answer (median and
-    range), and the modules it had imported by then (counted in a separate run of the same server)."""
+    range), and the modules imported when it answered and at the end (counted in a separate run of the
+    same server)."""
     root = make_workspace(base, "startup")
     seconds, floor = [], []
     for _ in range(runs):  # interleaved with the floor: both see the same load
@@ -154,23 +155,62 @@ def initialize_time(base: Path, runs: int = 5) -> dict:
             "pygls_import": statistics.median(floor), **_modules_at_initialize(root)}
 
 
+# The server in this process (cli.main, as the console script runs it), stdout recorded: the modules
+# imported when its first bytes (the `initialize` answer) are written, and those at the end.
+_MODULES_PROBE = """
+import io, json, os, sys
+
+class Recorder(io.RawIOBase):
+    first = None
+    def writable(self):
+        return True
+    def write(self, data):
+        if Recorder.first is None:
+            Recorder.first = sorted(sys.modules)
+        os.write(1, bytes(data))
+        return len(data)
+
+sys.stdout = kept = io.TextIOWrapper(io.BufferedWriter(Recorder()), encoding="utf-8")
+from fabric_lsp.cli import main
+main(['serve'])
+sys.__stderr__.write('MODULES ' + json.dumps({"first": Recorder.first, "end": sorted(sys.modules)}) + '\\n')
+"""
+
+
 def _modules_at_initialize(root: Path) -> dict:
     import json
 
-    probe = ("import json, sys\nfrom fabric_lsp.cli import main\nmain(['serve'])\n"
-             "sys.__stderr__.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n")
     frames = b""
     for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                      "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}},
                     {"jsonrpc": "2.0", "method": "exit"}):
         body = json.dumps(message).encode()
         frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
-    completed = subprocess.run([sys.executable, "-c", probe], input=frames, capture_output=True, env=server_env(),
-                               cwd=root, timeout=120)
+    completed = subprocess.run([sys.executable, "-c", _MODULES_PROBE], input=frames, capture_output=True,
+                               env=server_env(), cwd=root, timeout=120)
     line = next((l for l in completed.stderr.decode(errors="replace").splitlines() if l.startswith("MODULES ")), None)
-    modules = json.loads(line[len("MODULES "):]) if line else []
+    report = json.loads(line[len("MODULES "):]) if line else {"first": None, "end": []}
+    modules, first = report["end"], report["first"] or []
     return {"modules": len(modules), "fabric_lsp_modules": sum(m.split(".")[0] == "fabric_lsp" for m in modules),
-            "jedi_loaded": any(m.split(".")[0] in ("jedi", "parso") for m in modules)}
+            "jedi_loaded": any(m.split(".")[0] in ("jedi", "parso") for m in modules),
+            "modules_at_answer": len(first) if report["first"] is not None else None,
+            "pygls_at_answer": report["first"] is None or any(m.split(".")[0] in ("pygls", "lsprotocol") for m in first)}
+
+
+def version_time(runs: int = 5) -> dict:
+    """`fabric-lsp --version` in a new process each run (median and range), and a bare interpreter
+    (`python -c pass`) interleaved with it for reference."""
+    seconds, floor = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fabric_lsp", "--version"], env=server_env(), check=True,
+                       capture_output=True)
+        seconds.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=server_env(), check=True)
+        floor.append(time.perf_counter() - started)
+    return {"median": statistics.median(seconds), "min": min(seconds), "max": max(seconds), "runs": runs,
+            "interpreter": statistics.median(floor)}
 
 
 def memory_replay(base: Path, edits: int = 5000, files: int = 20, per_session: int = 25, sample_every: int = 250) -> dict:

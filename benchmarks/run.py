@@ -85,6 +85,9 @@ def bench_startup(quick: bool) -> list[dict]:
     say("== server start: spawn -> `initialize` answered (a new server process each run)")
     started = lsp_bench.initialize_time(WORK, runs=3 if quick else 7)
     say(f"   {started}")
+    say("== fabric-lsp --version (a new process each run)")
+    version = lsp_bench.version_time(runs=3 if quick else 7)
+    say(f"   {version}")
     return [
         row("server start: spawn -> `initialize` answered (new process, no document yet)",
             f"{started['median']:.2f} s (median of {started['runs']}; {started['min']:.2f}-{started['max']:.2f} s); "
@@ -93,6 +96,14 @@ def bench_startup(quick: bool) -> list[dict]:
             f"{started['pygls_import']:.2f} s",
             "<= pygls' import + 0.3 s, jedi not loaded",
             started["median"] <= started["pygls_import"] + 0.3 and not started["jedi_loaded"]),
+        row("`initialize` answered <= 0.2 s (spawn -> answer, new process; answered before pygls is imported)",
+            f"{started['median']:.2f} s (median of {started['runs']}); {started['modules_at_answer']} modules "
+            f"imported when answered, pygls {'imported' if started['pygls_at_answer'] else 'not imported'}",
+            "<= 0.2 s, pygls not imported", started["median"] <= 0.2 and not started["pygls_at_answer"]),
+        row("`fabric-lsp --version` (new process)",
+            f"{version['median']:.2f} s (median of {version['runs']}; {version['min']:.2f}-{version['max']:.2f} s); "
+            f"a bare interpreter: {version['interpreter']:.2f} s",
+            "<= interpreter + 0.1 s", version["median"] <= version["interpreter"] + 0.1),
     ]
 
 

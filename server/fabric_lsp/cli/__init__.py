@@ -32,8 +32,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing costs more than `--version` itself
 if TYPE_CHECKING:
     import argparse
     from typing import Any, NoReturn, Sequence

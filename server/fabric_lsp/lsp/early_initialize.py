@@ -24,7 +24,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, BinaryIO
+
+TYPE_CHECKING = False  # not typing's: this module is imported before anything else of the server
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")  # pygls' _SUPPORTED_ENCODINGS; utf-16 when none is shared
 VERSIONED_PACKAGES = ("pygls", "lsprotocol", "cattrs")
@@ -231,7 +234,10 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
     except (OSError, ValueError):
         read, payload = b"", None
     answered = None
-    result = early_result(payload)
+    try:
+        result = early_result(payload)
+    except Exception:  # not sure: the usual path answers
+        result = None
     if result is not None:
         try:
             stdout.write(frame({"jsonrpc": "2.0", "id": payload["id"], "result": result}))
