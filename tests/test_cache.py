@@ -277,3 +277,37 @@ def test_a_new_file_in_the_project_makes_every_kept_program_stale(tmp_path):
     _plant_programs(project)
     (project / "second" / "notes.py").write_text("x = 1\n")
     assert MARKER not in _messages(_check(project))
+
+
+def test_other_tools_folders_in_the_project_keep_the_cache(tmp_path):
+    """ruff run before us (pre-commit) makes `.ruff_cache/`, Python makes `__pycache__/`: neither is a
+    document FAB005 reads nor a Python file, so the answers stay (before: any new entry in the project
+    folder changed its mtime, which the launch-document scan kept, and the whole project was solved
+    again). A new README is a document: the project is analysed again."""
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    (project / ".git").mkdir()  # a repository's root: its parent (tmp_path) is not read
+    first = _check(project)
+    _plant(project)
+    (project / ".ruff_cache").mkdir()
+    (project / ".ruff_cache" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (project / "__pycache__").mkdir()
+    (project / ".mypy_cache").mkdir()
+    assert _messages(_check(project)) == {MARKER}
+    (project / "README.md").write_text("# A project\n")
+    assert _check(project) == first
+
+
+def test_a_new_entry_beside_the_project_keeps_the_cache_unless_it_is_listed(tmp_path):
+    """A script folder without a `.git` has its parent's documents read (launch_docs): the parent's
+    hidden entries and its other repositories' caches change nothing read; a new folder there is."""
+    project = _project(tmp_path, "fab001_model_in_other_file")
+    sibling = tmp_path / "other-checkout"
+    (sibling / ".git").mkdir(parents=True)
+    first = _check(project)
+    _plant(project)
+    (sibling / ".ruff_cache").mkdir()  # another repository's own churn
+    (sibling / "build").mkdir()
+    (tmp_path / ".cache").mkdir()
+    assert _messages(_check(project)) == {MARKER}
+    (tmp_path / "docs").mkdir()  # listed for documents: the answer is made again
+    assert _check(project) == first

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from fabric_lsp.sources.files import disk_identity, read_text
+from fabric_lsp.sources.files import disk_identity, existence_identity, identity_of, names_identity, read_text
 
 MAX_DOCUMENTS = 200
 MAX_DOCUMENT_BYTES = 256 * 1024
@@ -32,7 +32,9 @@ _SCRIPT = re.compile(r"[\w./-]+\.py\b")
 class LaunchDocuments:
     scripts: frozenset[str]  # base names of the .py files named in a CLI launch command
     any_command: bool  # the project documents a CLI launch at all
-    read: tuple[tuple[str, tuple | None], ...]  # (path, disk_identity) of what was read, folders included
+    # (path, identity) of what was read: documents by disk_identity, folders by names_identity (a new
+    # .ruff_cache or __pycache__ beside the scripts changes no document found)
+    read: tuple[tuple[str, tuple | list | None], ...]
 
 
 _cache: dict[str, LaunchDocuments] = {}
@@ -40,7 +42,8 @@ _cache: dict[str, LaunchDocuments] = {}
 
 def launch_documents(root: str) -> LaunchDocuments:
     known = _cache.get(root)
-    if known is not None and all(disk_identity(path) == identity for path, identity in known.read):
+    if known is not None and all(identity_of(path, identity) == (None if identity is None else list(identity))
+                                 for path, identity in known.read):
         return known
     found = _scan(root)
     if len(_cache) > 64:
@@ -91,12 +94,15 @@ def _scan(root: str) -> LaunchDocuments:
     for folder in folders:
         if len(documents) >= MAX_DOCUMENTS:
             break
-        if os.path.lexists(os.path.join(folder, ".git")):
-            # Another repository (a checkout beside ours, a submodule): its commands start its scripts.
-            read.append((folder, disk_identity(folder)))
+        marker = os.path.join(folder, ".git")
+        if os.path.lexists(marker):
+            # Another repository (a checkout beside ours, a submodule): its commands start its scripts,
+            # as long as it holds a .git (its own files change nothing here).
+            read.append((marker, existence_identity(marker)))
             continue
         documents.extend(entry.path for entry in _listing(folder, budget, read)
-                         if _is_document(entry.name) and entry.is_file(follow_symlinks=False))
+                         if _is_document(entry.name) and not entry.name.startswith(".")
+                         and entry.is_file(follow_symlinks=False))
     scripts: set[str] = set()
     any_command = False
     for path in documents[:MAX_DOCUMENTS]:
@@ -121,13 +127,15 @@ def _listing(folder: str, budget: list[int], read: list) -> list:
     million entries costs what the budget allows, not its size."""
     if budget[0] <= 0:
         return []
+    identity = names_identity(folder)
     try:
         with os.scandir(folder) as listing:
             entries = list(itertools.islice(listing, budget[0]))
     except OSError:
         return []
+    # Cut short by the budget, which entries were seen depends on every entry: the folder's own state.
+    read.append((folder, identity if len(entries) < budget[0] else disk_identity(folder)))
     budget[0] -= len(entries)
-    read.append((folder, disk_identity(folder)))
     return sorted(entries, key=lambda e: e.name)
 
 

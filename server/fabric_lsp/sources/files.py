@@ -17,6 +17,8 @@ findings cache checks it: cache.py).
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
 import stat
 
@@ -106,10 +108,59 @@ def disk_identity(path: str) -> tuple[int, int, int, int] | None:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
+# Entries of a folder that no listing reader here uses, and that tools create all the time in a
+# project's folder: other tools' caches (.ruff_cache, .mypy_cache, .pytest_cache, .fabric-lsp-cache),
+# editors' and VCS's folders, and Python's bytecode. A folder's mtime changes with each of them.
+_UNUSED_ENTRY = "__pycache__"
+NAMES = "names"
+MAX_NAMED_ENTRIES = 10_000  # a folder with more entries is told by its disk_identity (bounded cost)
+
+
+def names_identity(folder: str) -> list | None:
+    """What tells a listed folder's state when only its visible entries matter: ["names", digest of
+    the sorted names, each with its kind (folder, link, other)], hidden entries (a leading dot, but
+    `.git`, which says another repository starts there) and `__pycache__` left out; None: missing.
+    A reader that needs every entry, or reads a listing cut short by a bound, keeps disk_identity."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(itertools.islice(listing, MAX_NAMED_ENTRIES + 1))
+        names = sorted(
+            f"{entry.name}/{'l' if entry.is_symlink() else 'd' if entry.is_dir(follow_symlinks=False) else 'f'}"
+            for entry in entries
+            if (not entry.name.startswith(".") or entry.name == ".git") and entry.name != _UNUSED_ENTRY
+        )
+    except OSError:
+        return None
+    if len(entries) > MAX_NAMED_ENTRIES:
+        return [NAMES, "too many entries"]  # never equal to a digest: the reader's answer is not kept
+    return [NAMES, hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:32]]
+
+
+EXISTS = "exists"
+
+
+def existence_identity(path: str) -> list | None:
+    """["exists"] while something (a link included) is at `path`, None when nothing is: for a reader
+    that only asks whether it is there (a `.git` saying another repository starts at its folder)."""
+    return [EXISTS] if os.path.lexists(path) else None
+
+
+def identity_of(path: str, saved) -> list | None:
+    """The current identity of `path` in the form `saved` was taken (names_identity, existence_identity
+    or disk_identity). A missing path was saved as None, whatever form its reader would have used:
+    then the reader is asked about nothing more than whether it is still missing."""
+    if saved is not None and len(saved) == 2 and saved[0] == NAMES:
+        return names_identity(path)
+    if saved is not None and len(saved) == 1 and saved[0] == EXISTS:
+        return existence_identity(path)
+    now = disk_identity(path)
+    return None if now is None else list(now)
+
+
 def unchanged_on_disk(stamps) -> bool:
-    """Whether every (path, disk_identity) pair still holds (stamps from JSON: lists or None)."""
+    """Whether every (path, identity) pair still holds (stamps from JSON: lists or None; each identity
+    a disk_identity or a names_identity)."""
     for path, identity in stamps:
-        now = disk_identity(path)
-        if (None if now is None else list(now)) != (None if identity is None else list(identity)):
+        if identity_of(path, identity) != (None if identity is None else list(identity)):
             return False
     return True
