@@ -16,4 +16,7 @@ settings.py   initializationOptions / workspace/configuration -> per-folder sett
 logs.py       Python logging -> window/logMessage and $/logTrace
 protocol.py   JSON-RPC checks pygls leaves out; notebook bookkeeping that never blocks a handler
 transport.py  LSP frames from a byte stream; the TCP token check
+early_initialize.py      `initialize` answered over stdio before pygls is imported (standard library only)
+early_initialize_data.py its data: the request schema pygls is sure to accept, pygls' answers (generated)
+early_initialize_gen.py  writes that data with lsprotocol and the real server
 """
