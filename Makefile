@@ -113,21 +113,45 @@ $(STAMP_CLIENT): vscode-client/package-lock.json
 
 vscode-tools: apt-packages $(STAMP_NODE24) $(STAMP_CODE_SERVER) $(STAMP_CLIENT)
 
-# The extension's unit tests (Node test runner), the documentation site (make docs: mkdocs build --strict),
-# then every Python test, the VS Code workbench test included
-# (it builds vscode-client/fabric-lsp.vsix when its sources changed; FABRIC_LSP_REQUIRE_VSCODE: no skipping),
-# and the library tables' tests with the pinned libraries (FABRIC_LSP_REQUIRE_LIBS: no skipping).
-# The three set-ups (test venv, library venv, editors) download and build independently: side by side.
-# --dist loadgroup: tests sharing a costly set-up (the .vsix and workbench, pre-commit's hook environment, a
-# built wheel, torch tables) run on one worker, which makes it once (tests/conftest.py, SHARED_SETUPS).
+# The set-ups, each for itself: `make test-deps` (-j3: side by side).
 .PHONY: test-deps
 test-deps: $(STAMP_TEST) $(STAMP_LIBS) vscode-tools
 
+# Every test, installation included (issue 36: a fresh clone in <= 20 minutes on 2 busy cores). The three
+# set-ups download and build independently, so they start side by side, and pytest starts as soon as the test
+# venv is there, while the two slow ones (the library venv: torch's CUDA build; code-server: native modules
+# compiled) are still installing: each writes its exit status to $(PENDING)/<name>.status when it ends, and the
+# tests that need it wait for that (tests/support/pending.py); nothing is skipped
+# (FABRIC_LSP_REQUIRE_VSCODE, FABRIC_LSP_REQUIRE_LIBS). Beside pytest, too: the documentation site (make docs:
+# mkdocs build --strict) and, once its Node packages are there, the extension's unit tests (npm test).
+# --dist loadgroup: tests sharing a costly set-up (the .vsix and workbench, pre-commit's hook environment, a
+# built wheel, torch tables) run on one worker, which makes it once (tests/conftest.py, SHARED_SETUPS); the
+# longest units go out first (LONGEST_FIRST). -n 3 on 2 cores: the VS Code worker first waits for code-server,
+# and the tests start many processes that wait (language servers, editors, Lightning's ranks).
+# Each job's output is in $(PENDING)/<name>.log; the ones that failed are shown at the end.
+PENDING := artifacts/make-test
+PYTEST_WORKERS ?= 3
+
 test:
-	@$(MAKE) --no-print-directory -j3 -O test-deps
-	cd vscode-client && npm test
-	@$(MAKE) --no-print-directory docs
-	FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30
+	@rm -rf $(PENDING) && mkdir -p $(PENDING); \
+	job() { name=$$1; shift; "$$@" > $(PENDING)/$$name.log 2>&1; echo $$? > $(PENDING)/$$name.tmp; \
+		mv $(PENDING)/$$name.tmp $(PENDING)/$$name.status; }; \
+	echo "== installing the library venv and the VS Code tools in the background (logs: $(PENDING)/)"; \
+	job libs $(MAKE) --no-print-directory libs & \
+	{ job vscode $(MAKE) --no-print-directory vscode-tools && [ "$$(cat $(PENDING)/vscode.status)" = 0 ] && \
+		job npm-test sh -c 'cd vscode-client && npm test'; } & \
+	$(MAKE) --no-print-directory $(STAMP_TEST) || { wait; exit 1; }; \
+	job docs $(MAKE) --no-print-directory docs & \
+	FABRIC_LSP_PENDING_LIBS=$(CURDIR)/$(PENDING)/libs.status FABRIC_LSP_PENDING_VSCODE=$(CURDIR)/$(PENDING)/vscode.status \
+		FABRIC_LSP_REQUIRE_VSCODE=1 FABRIC_LSP_REQUIRE_LIBS=1 \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --durations=30; status=$$?; \
+	wait; \
+	for name in libs vscode npm-test docs; do \
+		result=$$(cat $(PENDING)/$$name.status 2>/dev/null || echo "not run"); \
+		echo "== $$name: $$([ "$$result" = 0 ] && echo ok || echo "FAILED ($$result)")"; \
+		if [ "$$result" != 0 ]; then tail -n 40 $(PENDING)/$$name.log 2>/dev/null; status=1; fi; \
+	done; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache site vscode-client/dist vscode-client/out vscode-client/bundled/libs vscode-client/*.vsix

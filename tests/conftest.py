@@ -22,6 +22,7 @@ def pytest_configure(config):
     # `check` colours its text output when FORCE_COLOR is set (report/terminal.py): the tests compare
     # plain text, so a developer's or a CI's FORCE_COLOR is not passed on (colour tests set it themselves).
     os.environ.pop("FORCE_COLOR", None)
+    _units_in_collection_order(config)
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +48,36 @@ SHARED_SETUPS = {
 }
 
 
+# The longest work units (a group of SHARED_SETUPS, or one test), longest first: pytest-xdist hands the units
+# out in collection order (pytest_configure turns off its reordering by size), so these start at once, each on
+# a worker of its own, instead of one of them starting last and running alone at the end. A prefix of a test
+# id names every test it starts (the parameters of a test). The VS Code group is first although `make test`
+# may still be installing its tools (support/pending.py): its worker waits for them, the others work.
+LONGEST_FIRST = [
+    "vscode-workbench",
+    "tests/test_library_tables.py::test_committed_tables_equal_a_regeneration_which_is_deterministic",
+    "tests/test_fork_server.py::test_fork_server_runs_ddp_spawn_like_a_cold_run",
+    "tests/robustness/test_robust_mutations.py::test_mutated_fixtures_never_raise_stay_in_budget_and_leave_no_trace",
+    "tests/test_incremental.py::test_incremental_trees_equal_whole_file_parses",
+    "torch-tables",
+]
+
+
+def _units_in_collection_order(config):
+    """Called from pytest_configure: under --dist loadgroup, units go out in the collection order (below)."""
+    if getattr(config.option, "dist", "no") == "loadgroup" and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def _rank(item) -> int:
+    marker = item.get_closest_marker("xdist_group")
+    group = marker.args[0] if marker and marker.args else marker.kwargs.get("name") if marker else None
+    for rank, key in enumerate(LONGEST_FIRST):
+        if key == group or item.nodeid.startswith(key):
+            return rank
+    return len(LONGEST_FIRST)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook, which reads the marks into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -56,3 +87,4 @@ def pytest_collection_modifyitems(config, items):
             if name in names and (isinstance(key, str) or item.path.name == key[0]):
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+    items.sort(key=_rank)  # stable: the rest keep their order

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from support import pending
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBS_PYTHON_ENV = "FABRIC_LSP_LIBS_PYTHON"
 REQUIRE_LIBS_ENV = "FABRIC_LSP_REQUIRE_LIBS"
@@ -22,6 +24,8 @@ def libs_python() -> str:
 
 
 def missing_reason() -> str | None:
+    if not os.environ.get(LIBS_PYTHON_ENV):
+        pending.wait_for(pending.LIBS)  # `make test` may still be installing .venv-libs
     python = libs_python()
     if Path(python).exists():
         return None
