@@ -169,8 +169,9 @@ class Solver(
         self._run_counts: dict = {}
         self.replayed = 0
         self.order = {id(scope): index for index, scope in enumerate(scopes)}
-        self.tables: dict[tuple, frozenset] = {}
-        self.readers: dict[tuple, set[int]] = {}
+        # The tables and their readers in one dict, one lookup per read: key -> [the entry (None while
+        # nothing is written), the positions of the scopes that read it (a set, or None)].
+        self._cells: dict[tuple, list] = {}
         self.events: dict[int, list[Event]] = {}
         self.current: ir.Scope | None = None
         self._reader = -1  # the position of `current`, the scope whose reads are counted (-1: none)
@@ -188,6 +189,11 @@ class Solver(
                 self.classes[class_key(scope)] = scope
         self._class_order = {key: index for index, key in enumerate(self.classes)}
         self._external_mros: dict[Class, tuple] = {}
+        self._probe: list | None = None  # the (cell, entry) pairs read by the memoised computation running
+        self._writes = 0  # write() calls so far (a memoised computation must make none)
+        self._attributes: dict = {}  # (instance or class, name) -> memoised attribute lookup (_memoised)
+        self._class_bindings: dict = {}
+        self._opaque_callees: dict = {}  # callee set -> does one of them run code the analysis does not follow  # (class, name) -> (its MRO when asked, Program.class_binding's answer)
         self._saturated: set[tuple] = set()
         self._sort_keys: dict = {}
         self._without_constants: set[tuple] = set()
@@ -203,18 +209,89 @@ class Solver(
         self._frozen_values: set = set()  # the modules frozen in this solve (semantics/torch.py: calls may thaw them)
 
     # -- tables --------------------------------------------------------------------------------
+    @property
+    def tables(self) -> dict[tuple, frozenset]:
+        """The entries written (a copy; the solver keeps them in `_cells`)."""
+        return {key: cell[0] for key, cell in self._cells.items() if cell[0] is not None}
+
+    @property
+    def readers(self) -> dict[tuple, set[int]]:
+        """The dependency index: key -> the positions of the scopes that read it (a copy)."""
+        return {key: set(cell[1]) for key, cell in self._cells.items() if cell[1]}
+
     def read(self, key: tuple) -> frozenset:
         reader = self._reader
+        cell = self._cells.get(key)
         if reader >= 0:
-            readers = self.readers.get(key)
-            if readers is None:
-                self.readers[key] = {reader}
+            if cell is None:
+                cell = self._cells[key] = [None, {reader}]
+            elif cell[1] is None:
+                cell[1] = {reader}
             else:
-                readers.add(reader)
-        found = self.tables.get(key, NOTHING)
+                cell[1].add(reader)
+        if self._probe is not None:
+            if cell is None:
+                cell = self._cells[key] = [None, None]
+            self._probe.append((cell, cell[0]))
+        found = NOTHING if cell is None or cell[0] is None else cell[0]
         if self._log is not None:
             self._log.append((_READ, key, found))
         return found
+
+    def _memoised(self, memo: dict, key, compute, *args):
+        """`compute(*args)`, a function of table entries and of the program's (static) answers,
+        memoised: kept with the cells it read and the entries it saw, and reused while each of those
+        is still the same object (an entry is replaced, never changed, when it grows). A reuse
+        depends on those cells as the computation would have. Only outside recorded runs (the log of
+        a run must hold every read) and only for a computation that wrote nothing and recorded no
+        event (those effects belong to the run that made them)."""
+        if self._log is not None:
+            return compute(*args)
+        known = memo.get(key)
+        if known is not None:
+            deps, result = known
+            for cell, seen in deps:
+                if cell[0] is not seen:
+                    break
+            else:
+                reader = self._reader
+                if reader >= 0:
+                    for cell, _ in deps:
+                        readers = cell[1]
+                        if readers is None:
+                            cell[1] = {reader}
+                        else:
+                            readers.add(reader)
+                if self._probe is not None:
+                    self._probe.extend(deps)
+                return result
+        outer, self._probe = self._probe, []
+        writes, events = self._writes, len(self._events)
+        try:
+            result = compute(*args)
+        finally:
+            deps, self._probe = self._probe, outer
+        if outer is not None:
+            outer.extend(deps)
+        if writes == self._writes and events == len(self._events):
+            memo[key] = (deps, result)
+        return result
+
+    def _entry(self, key: tuple):
+        """A table entry without depending on it; None when nothing was written."""
+        cell = self._cells.get(key)
+        return None if cell is None else cell[0]
+
+    def _replace(self, key: tuple, value) -> None:
+        """Set an entry (already merged) and queue the scopes that read it."""
+        cell = self._cells.get(key)
+        if cell is None:
+            self._cells[key] = [value, None]
+            return
+        cell[0] = value
+        if cell[1]:
+            for reader in cell[1]:
+                self._enqueue(reader)
 
     @contextlib.contextmanager
     def _outside_runs(self):
@@ -234,16 +311,24 @@ class Solver(
             self._log.append((_ASK, question, args, answer))
         return answer
 
+    def _asked(self, question: str, args: tuple, answer) -> None:
+        """Log a question answered from a memo (as `_ask` would), so a replay still checks it."""
+        if self._log is not None:
+            self._log.append((_ASK, question, args, answer))
+
     def peek(self, key: tuple) -> frozenset:
         """A table entry, without depending on it (after the solve)."""
-        return self.tables.get(key, NOTHING)
+        cell = self._cells.get(key)
+        return NOTHING if cell is None or cell[0] is None else cell[0]
 
     def write(self, key: tuple, values: frozenset) -> None:
+        self._writes += 1
         if not values:
             return
         if self._log is not None:
             self._log.append((_WRITE, key, values))
-        old = self.tables.get(key)
+        cell = self._cells.get(key)
+        old = None if cell is None else cell[0]
         if old is not None and values <= old:
             return  # nothing new: the common case on every re-run (as _merged would say)
         new, saturated, without_constants = _merged(old, values, key in self._saturated, key in self._without_constants)
@@ -253,9 +338,13 @@ class Solver(
             self._without_constants.add(key)
         if new is None:
             return
-        self.tables[key] = new
-        for reader in self.readers.get(key, ()):
-            self._enqueue(reader)
+        if cell is None:
+            self._cells[key] = [new, None]
+        else:
+            cell[0] = new
+            if cell[1]:
+                for reader in cell[1]:
+                    self._enqueue(reader)
         if key[0] == "bases":
             self._hierarchy_changed(key[1])
 
@@ -341,19 +430,27 @@ class Solver(
         return False
 
     def _still_valid(self, log: list) -> bool:
-        tables, saturated, without_constants = self.tables, self._saturated, self._without_constants
+        cells, saturated, without_constants = self._cells, self._saturated, self._without_constants
         overlay: dict = {}
         flags: dict = {}
         for op in log:
             kind = op[0]
             if kind is _READ:
                 key = op[1]
-                current = overlay[key] if key in overlay else tables.get(key, NOTHING)
+                if key in overlay:
+                    current = overlay[key]
+                else:
+                    cell = cells.get(key)
+                    current = NOTHING if cell is None or cell[0] is None else cell[0]
                 if current is not op[2] and current != op[2]:
                     return False
             elif kind is _WRITE:
                 key, values = op[1], op[2]
-                old = overlay[key] if key in overlay else tables.get(key)
+                if key in overlay:
+                    old = overlay[key]
+                else:
+                    cell = cells.get(key)
+                    old = None if cell is None else cell[0]
                 was_saturated, was_without = flags.get(key, (key in saturated, key in without_constants))
                 new, now_saturated, now_without = _merged(old, values, was_saturated, was_without)
                 if now_saturated or now_without:

@@ -84,7 +84,10 @@ class PythonCalls:
         if frame.written or frame.fresh:
             self._passed_on(frame, callees, args, kwargs, receivers)
         self._thaw_passed(frame, func_expr, arg_exprs, kwarg_exprs, callees)
-        if any(_opaque(callee) for callee in callees):
+        opaque = self._opaque_callees.get(callees)
+        if opaque is None:  # the same callee sets come back on every run (attribute lookups are memoised)
+            opaque = self._opaque_callees[callees] = any(_opaque(callee) for callee in callees)
+        if opaque:
             for _, values in args:
                 self._escape(values)
             for _, values in kwargs:
@@ -201,9 +204,11 @@ class PythonCalls:
             return self._bind_call(scope, args, kwargs, node, frame)
         finally:
             if frame is not None:
-                made = frozenset(v for v in self.read(("made", scope)) if isinstance(v, (Marked, Wrapped)))
+                made = self.read(("made", scope))
                 if made:
-                    self._carry(frame, made)
+                    made = frozenset(v for v in made if isinstance(v, (Marked, Wrapped)))
+                    if made:
+                        self._carry(frame, made)
 
     def _carry(self, frame: _Frame, happened: frozenset) -> None:
         """Add marks and wrapped models to what happened on the frame's way (and to what this run made).

@@ -76,23 +76,19 @@ class PythonClasses:
         attribute lookup re-read the bases along its MRO. Not logged: a replayed class statement
         derives them again from its bases write."""
         with self._outside_runs():
-            affected = [changed, *sorted(self.tables.get(("subclasses", changed), ()), key=self._class_order.__getitem__)]
+            affected = [changed, *sorted(self._entry(("subclasses", changed)) or (), key=self._class_order.__getitem__)]
             for cls in dict.fromkeys(affected):
                 mro = self._compute_mro(cls)
                 key = ("mro", cls)
-                if self.tables.get(key) != mro:
-                    self.tables[key] = mro  # a tuple (the order matters), never merged
-                    for reader in self.readers.get(key, ()):
-                        self._enqueue(reader)
+                if self._entry(key) != mro:
+                    self._replace(key, mro)  # a tuple (the order matters), never merged
                 for ancestor in mro:
                     if not isinstance(ancestor, Class):
                         continue
                     key = ("subclasses", ancestor)
-                    old = self.tables.get(key, NOTHING)
+                    old = self._entry(key) or NOTHING
                     if cls not in old:
-                        self.tables[key] = old | {cls}
-                        for reader in self.readers.get(key, ()):
-                            self._enqueue(reader)
+                        self._replace(key, old | {cls})
 
     # -- classes -------------------------------------------------------------------------------------
     def mro(self, cls) -> tuple:
@@ -148,7 +144,18 @@ class PythonClasses:
     def lookup_class_attribute(self, cls: Class, name: str) -> tuple[Class | Lib | None, frozenset]:
         """(the class in the MRO that binds `name` in its body, the values bound); (None, {}) if none.
         Which class binds the name is read from the class statements, so it never changes as values grow."""
-        owner, values = self._ask("class_binding", self.mro(cls), name)
+        mro = self.mro(cls)
+        # Memoised per class and version of its MRO (the entry is a new tuple whenever a base
+        # changes): the answer is static for a given MRO, and asking hashes the whole MRO each time.
+        key = (cls, name)
+        known = self._class_bindings.get(key)
+        if known is not None and (known[0] is mro or known[0] == mro):
+            answer = known[1]
+            self._asked("class_binding", (mro, name), answer)
+        else:
+            answer = self._ask("class_binding", mro, name)
+            self._class_bindings[key] = (mro, answer)
+        owner, values = answer
         if isinstance(owner, Class) and not owner.external:
             return owner, self.read(("classattr", owner, name))
         return owner, values
@@ -165,6 +172,10 @@ class PythonClasses:
 
     # -- attributes ------------------------------------------------------------------------------------
     def attribute(self, objects: frozenset, name: str, node: ast.AST | None, frame: _Frame | None) -> frozenset:
+        if len(objects) == 1:  # the common case: the lookup's own set (a memoised one is the same object each time)
+            for obj in objects:
+                found = self.attribute_of(obj, name, frame)
+                return found if type(found) is frozenset else frozenset(found)
         found = set()
         for obj in objects:
             found.update(self.attribute_of(obj, name, frame))
@@ -190,9 +201,11 @@ class PythonClasses:
                 return JUST_UNKNOWN
             return found
         if isinstance(obj, Instance):
-            return self._instance_attribute(obj, name)
+            if isinstance(obj.cls, Lib):
+                return self._library_instance_attribute(obj, name)
+            return self._memoised(self._attributes, (obj, name), self._instance_attribute, obj, name)
         if isinstance(obj, Class):
-            return self._class_attribute(obj, name)
+            return self._memoised(self._attributes, (obj, name), self._class_attribute, obj, name)
         if isinstance(obj, Wrapped):
             return self._wrapped_attribute(obj, name)
         if isinstance(obj, FabricValue):
