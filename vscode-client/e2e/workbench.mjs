@@ -529,9 +529,33 @@ async function fixAllOnSave(stepName, name, kind) {
       await page.mouse.wheel(0, 250);
       return false;
     }, 20000, "the last cell's editor to come into view");
-    await editor.click();
-    await page.keyboard.press("Control+End");
-    await page.keyboard.type("\n# edited");
+    // Typed only once the cell's editor holds the focus, and checked: on a loaded machine a click whose focus
+    // arrived late put "# edited" before the call ("# editedmodel.generate(...)", which comments it out and
+    // leaves nothing to fix). A wrong edit is undone and typed again.
+    const original = seen.notebook.cells[last].text;
+    const lastText = () => notebookReport(name)?.notebook.cells[last]?.text;
+    for (let attempt = 1; ; attempt++) {
+      await editor.click();
+      const focused = await waitFor(() => page.evaluate(() => Boolean(document.activeElement?.closest(".monaco-editor"))),
+        10000, "").catch(() => false);
+      if (!focused) {
+        const where = await page.evaluate(() => {
+          const e = document.activeElement;
+          return e ? `${e.tagName}.${e.className} in ${e.parentElement?.className ?? "?"}` : "nothing";
+        });
+        throw new Error(`the last cell's editor did not take the focus (focused: ${where})`);
+      }
+      await page.keyboard.press("Control+End");
+      await page.keyboard.type("\n# edited");
+      const typed = await waitFor(() => (lastText() !== original ? lastText() : undefined), 10000, "the edit to reach the last cell");
+      if (typed === `${original}\n# edited`) break;
+      if (attempt === 3) throw new Error(`the last cell reads ${JSON.stringify(typed)} after typing, three times`);
+      await waitFor(async () => {
+        if (lastText() === original) return true;
+        await page.keyboard.press("Control+Z");
+        return false;
+      }, 20000, "the wrong edit to be undone");
+    }
     const path = join(opt.workspace, name);
     await page.keyboard.press("Control+S");
     const onDisk = await waitFor(() => {
