@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from fabric_lsp.sources.files import disk_identity, existence_identity, identity_of, names_identity, read_text
+from fabric_lsp.sources.files import disk_identity, existence_identity, identity_of, names_identity_of, read_text
 
 MAX_DOCUMENTS = 200
 MAX_DOCUMENT_BYTES = 256 * 1024
@@ -127,14 +127,14 @@ def _listing(folder: str, budget: list[int], read: list) -> list:
     million entries costs what the budget allows, not its size."""
     if budget[0] <= 0:
         return []
-    identity = names_identity(folder)
+    identity = disk_identity(folder)  # before the listing: a change after it is seen
     try:
         with os.scandir(folder) as listing:
             entries = list(itertools.islice(listing, budget[0]))
     except OSError:
         return []
     # Cut short by the budget, which entries were seen depends on every entry: the folder's own state.
-    read.append((folder, identity if len(entries) < budget[0] else disk_identity(folder)))
+    read.append((folder, names_identity_of(entries) if len(entries) < budget[0] else identity))
     budget[0] -= len(entries)
     return sorted(entries, key=lambda e: e.name)
 

@@ -124,15 +124,20 @@ def names_identity(folder: str) -> list | None:
     try:
         with os.scandir(folder) as listing:
             entries = list(itertools.islice(listing, MAX_NAMED_ENTRIES + 1))
-        names = sorted(
-            f"{entry.name}/{'l' if entry.is_symlink() else 'd' if entry.is_dir(follow_symlinks=False) else 'f'}"
-            for entry in entries
-            if (not entry.name.startswith(".") or entry.name == ".git") and entry.name != _UNUSED_ENTRY
-        )
+        if len(entries) > MAX_NAMED_ENTRIES:
+            return [NAMES, "too many entries"]  # never equal to a digest: the reader's answer is not kept
+        return names_identity_of(entries)
     except OSError:
         return None
-    if len(entries) > MAX_NAMED_ENTRIES:
-        return [NAMES, "too many entries"]  # never equal to a digest: the reader's answer is not kept
+
+
+def names_identity_of(entries) -> list:
+    """names_identity from a folder's whole listing (os.DirEntry objects) that its reader already made."""
+    names = sorted(
+        f"{entry.name}/{'l' if entry.is_symlink() else 'd' if entry.is_dir(follow_symlinks=False) else 'f'}"
+        for entry in entries
+        if (not entry.name.startswith(".") or entry.name == ".git") and entry.name != _UNUSED_ENTRY
+    )
     return [NAMES, hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:32]]
 
 
